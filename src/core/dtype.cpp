@@ -1,0 +1,96 @@
+#include "core/dtype.h"
+
+#include "core/tensor.h"
+#include "util/checked.h"
+#include "util/error.h"
+
+namespace pocket {
+
+namespace {
+struct Info {
+  DType type;
+  std::string_view name;
+};
+constexpr Info kInfos[] = {
+    {DType::F32, "F32"},   {DType::F16, "F16"}, {DType::BF16, "BF16"}, {DType::Q8_0, "Q8_0"},
+    {DType::Q4_0, "Q4_0"}, {DType::PQ4, "PQ4"}, {DType::PQ8, "PQ8"},
+};
+}  // namespace
+
+std::string_view dtype_name(DType t) {
+  for (const auto& i : kInfos)
+    if (i.type == t) return i.name;
+  return "?";
+}
+
+std::optional<DType> dtype_from_name(std::string_view name) {
+  for (const auto& i : kInfos)
+    if (i.name == name) return i.type;
+  return std::nullopt;
+}
+
+int dtype_block_elems(DType t, int group) {
+  switch (t) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+      return 1;
+    case DType::Q8_0:
+    case DType::Q4_0:
+      return 32;
+    case DType::PQ4:
+    case DType::PQ8:
+      return group;
+  }
+  return 1;
+}
+
+int dtype_block_bytes(DType t, int group) {
+  switch (t) {
+    case DType::F32:
+      return 4;
+    case DType::F16:
+    case DType::BF16:
+      return 2;
+    case DType::Q8_0:
+      return 2 + 32;
+    case DType::Q4_0:
+      return 2 + 16;
+    case DType::PQ4:  // nibbles + fp16 scale + fp16 zero-step (see pq_format.h)
+      return group / 2 + 4;
+    case DType::PQ8:  // int8 + fp16 scale
+      return group + 2;
+  }
+  return 0;
+}
+
+uint64_t dtype_row_bytes(DType t, uint64_t n, int group) {
+  int be = dtype_block_elems(t, group);
+  if (be <= 0) fail("tensor type ", dtype_name(t), ": invalid group size ", group);
+  uint64_t blocks = n / static_cast<uint64_t>(be);
+  if (n % static_cast<uint64_t>(be) != 0) {
+    if (t == DType::PQ4 || t == DType::PQ8) {
+      ++blocks;  // PQ types pad the tail group of each row
+    } else {
+      fail("row of ", n, " elements is not a multiple of the ", dtype_name(t), " block size ", be);
+    }
+  }
+  return checked_mul(blocks, static_cast<uint64_t>(dtype_block_bytes(t, group)), "tensor row");
+}
+
+uint64_t tensor_nbytes(DType t, const std::vector<int64_t>& shape, int group, const std::string& what) {
+  if (shape.empty()) fail(what, ": tensor has no dimensions");
+  for (auto d : shape)
+    if (d <= 0) fail(what, ": dimension ", d, " is not positive");
+  uint64_t rows = 1;
+  for (size_t i = 0; i + 1 < shape.size(); ++i) rows = checked_mul(rows, static_cast<uint64_t>(shape[i]), what);
+  uint64_t row_bytes;
+  try {
+    row_bytes = dtype_row_bytes(t, static_cast<uint64_t>(shape.back()), group);
+  } catch (const Error& e) {
+    fail(what, ": ", e.what());
+  }
+  return checked_mul(rows, row_bytes, what);
+}
+
+}  // namespace pocket

@@ -1,0 +1,42 @@
+// Compute kernels used by the fast forward pass. Each entry point dispatches
+// at run time to the best implementation the CPU supports (scalar reference,
+// AVX2, AVX-512/VNNI, NEON, NEON dotprod/i8mm). The scalar versions are the
+// ground truth that every SIMD variant is tested against.
+#pragma once
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "model/config.h"
+
+namespace pocket {
+class ThreadPool;
+}
+
+namespace pocket::kernels {
+
+// Y[n, rows] = X[n, cols] * W[rows, cols]^T for a weight of any supported
+// type (F32, F16, BF16, Q8_0, Q4_0, PQ4, PQ8). X and Y are f32, row-major,
+// contiguous. n == 1 is the decode GEMV; n > 1 is prefill GEMM. Work is split
+// over output rows so results are identical for any thread count.
+void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool* pool);
+
+// Dequantize row `row` of a 2-D weight into `out` (cols floats).
+void dequant_row(const TensorView& w, int64_t row, float* out);
+
+// out[i] = x[i] / rms(x) * weight[i]
+void rmsnorm(float* out, const float* x, const float* weight, int n, float eps);
+
+// In-place softmax over x[0..n).
+void softmax(float* x, int n);
+
+// gate[i] = silu(gate[i]) * up[i]
+void swiglu(float* gate, const float* up, int n);
+
+// Rotate each of n_heads heads of x (head_dim floats each) for position pos.
+// inv_freq has head_dim/2 entries: theta^(-2i/head_dim).
+void rope(float* x, int n_heads, int head_dim, int pos, RopeStyle style, const float* inv_freq);
+
+// Name of the instruction set in use ("scalar", "avx2", "avx512-vnni", ...).
+const char* active_isa();
+
+}  // namespace pocket::kernels

@@ -1,0 +1,30 @@
+// Error type used across Pocket. Every failure on bad input becomes one
+// pocket::Error whose message names the file/field at fault; the CLI prints
+// it and exits non-zero.
+#pragma once
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace pocket {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Concatenate any streamable values into one string.
+template <class... Parts>
+std::string cat(Parts&&... parts) {
+  std::ostringstream os;
+  (os << ... << std::forward<Parts>(parts));
+  return os.str();
+}
+
+template <class... Parts>
+[[noreturn]] void fail(Parts&&... parts) {
+  throw Error(cat(std::forward<Parts>(parts)...));
+}
+
+}  // namespace pocket

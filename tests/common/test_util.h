@@ -1,0 +1,55 @@
+// Helpers shared by the test areas.
+#pragma once
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace pocket::test {
+
+inline std::string shared_dir() { return POCKET_SHARED_DIR; }
+inline std::string stories_model() { return shared_dir() + "/models/stories260K.bin"; }
+inline std::string stories_tokenizer() { return shared_dir() + "/models/tok512.bin"; }
+inline std::string qwen3_tokenizer_dir() { return shared_dir() + "/tokenizers/qwen3"; }
+
+// A fresh, empty temporary directory removed when the object dies.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "pocket-test-XXXXXX").string();
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    char* p = mkdtemp(buf.data());
+    path_ = p ? p : "";
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Deterministic pseudo-random numbers (xorshift) for synthetic data.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed * 0x9E3779B97F4A7C15ull + 1) {}
+  uint64_t next() {
+    s_ ^= s_ << 13;
+    s_ ^= s_ >> 7;
+    s_ ^= s_ << 17;
+    return s_;
+  }
+  float uniform(float lo = -1.0f, float hi = 1.0f) {
+    return lo + (hi - lo) * static_cast<float>(next() >> 40) / static_cast<float>(1ull << 24);
+  }
+
+ private:
+  uint64_t s_;
+};
+
+}  // namespace pocket::test
