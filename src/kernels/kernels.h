@@ -36,6 +36,17 @@ void swiglu(float* gate, const float* up, int n);
 // inv_freq has head_dim/2 entries: theta^(-2i/head_dim).
 void rope(float* x, int n_heads, int head_dim, int pos, RopeStyle style, const float* inv_freq);
 
+// Attention of one query head over n_ctx cached positions:
+//   out[head_dim] = softmax(scale * q . K[t]) . V[t],  t in [0, n_ctx)
+// K and V rows are fp16 (IEEE half, as uint16_t), `stride` elements apart.
+// `scratch` holds at least n_ctx floats.
+void attention(const float* q, const uint16_t* k, const uint16_t* v, int n_ctx, int head_dim, int64_t stride,
+               float scale, float* scratch, float* out);
+
+// Row conversions between f32 and fp16 (round to nearest even).
+void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
+void f16_to_f32_row(const uint16_t* x, float* y, int64_t n);
+
 // Name of the instruction set in use ("scalar", "avx2", "avx512-vnni", ...).
 const char* active_isa();
 
