@@ -1,6 +1,7 @@
 #include "core/dtype.h"
 
 #include "core/tensor.h"
+#include "quant/pq_format.h"
 #include "util/checked.h"
 #include "util/error.h"
 
@@ -40,7 +41,7 @@ int dtype_block_elems(DType t, int group) {
       return 32;
     case DType::PQ4:
     case DType::PQ8:
-      return group;
+      return pq::valid_group(group) ? group : 0;
   }
   return 1;
 }
@@ -56,17 +57,17 @@ int dtype_block_bytes(DType t, int group) {
       return 2 + 32;
     case DType::Q4_0:
       return 2 + 16;
-    case DType::PQ4:  // nibbles + fp16 scale + fp16 zero-step (see pq_format.h)
-      return group / 2 + 4;
-    case DType::PQ8:  // int8 + fp16 scale
-      return group + 2;
+    case DType::PQ4:  // per row: nibbles + fp16 scale + fp16 offset (see quant/pq_format.h)
+      return pq::valid_group(group) ? group / 2 + 4 : 0;
+    case DType::PQ8:  // per row: int8 + fp16 scale
+      return pq::valid_group(group) ? group + 2 : 0;
   }
   return 0;
 }
 
 uint64_t dtype_row_bytes(DType t, uint64_t n, int group) {
   int be = dtype_block_elems(t, group);
-  if (be <= 0) fail("tensor type ", dtype_name(t), ": invalid group size ", group);
+  if (be <= 0) fail("tensor type ", dtype_name(t), ": invalid group size ", group, " (PQ types take 32, 64 or 128)");
   uint64_t blocks = n / static_cast<uint64_t>(be);
   if (n % static_cast<uint64_t>(be) != 0) {
     if (t == DType::PQ4 || t == DType::PQ8) {
@@ -84,6 +85,8 @@ uint64_t tensor_nbytes(DType t, const std::vector<int64_t>& shape, int group, co
     if (d <= 0) fail(what, ": dimension ", d, " is not positive");
   uint64_t rows = 1;
   for (size_t i = 0; i + 1 < shape.size(); ++i) rows = checked_mul(rows, static_cast<uint64_t>(shape[i]), what);
+  // PQ types store whole tiles of rows (see quant/pq_format.h).
+  if (t == DType::PQ4 || t == DType::PQ8) rows = checked_add(rows, pq::kTileRows - 1, what) / pq::kTileRows * pq::kTileRows;
   uint64_t row_bytes;
   try {
     row_bytes = dtype_row_bytes(t, static_cast<uint64_t>(shape.back()), group);

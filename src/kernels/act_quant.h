@@ -1,0 +1,30 @@
+// Activations quantized to int8 in blocks of 32 for the integer-dot matmul
+// kernels: x[k] ~= d[b] * q[k] with b = k / 32, d = max|x| / 127 per block.
+// Rows are zero-padded to `kpad` so kernels can run over whole padded
+// weight groups: padded activations are exactly 0 and contribute nothing.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+namespace pocket::kernels {
+
+constexpr int kActBlock = 32;
+
+struct ActBlocks {
+  int n = 0;         // tokens
+  int64_t kpad = 0;  // padded row length (multiple of kActBlock)
+  int64_t nb = 0;    // blocks per row = kpad / kActBlock
+  std::unique_ptr<int8_t[]> q;  // n * kpad
+  std::unique_ptr<float[]> d;   // n * nb: block scale
+  std::unique_ptr<float[]> s;   // n * nb: d * sum(q), the block's dequantized sum
+
+  const int8_t* row(int t) const { return q.get() + t * kpad; }
+  const float* scales(int t) const { return d.get() + t * nb; }
+  const float* sums(int t) const { return s.get() + t * nb; }
+};
+
+// Quantize n rows of `cols` floats, padding each to `kpad` (>= cols, a
+// multiple of kActBlock). Deterministic and ISA-independent.
+ActBlocks quantize_acts(const float* x, int n, int64_t cols, int64_t kpad);
+
+}  // namespace pocket::kernels

@@ -1,0 +1,105 @@
+// Public kernel entry points: pick the table for the selected ISA once and
+// split matmuls over output rows on the thread pool.
+#include "kernels/kernels.h"
+
+#include <algorithm>
+
+#include "kernels/dequant.h"
+#include "kernels/table.h"
+#include "quant/pq_format.h"
+#include "runtime/thread_pool.h"
+#include "util/error.h"
+
+namespace pocket::kernels {
+
+namespace {
+
+KernelTable build_table(Isa isa) {
+  KernelTable t;
+  install_scalar(t);
+  // Each level builds on the one below it.
+  switch (isa) {
+    case Isa::Scalar:
+      break;
+    case Isa::Avx512:
+    case Isa::Avx2:
+#if defined(__x86_64__)
+      install_avx2(t);
+      if (isa == Isa::Avx512) install_avx512(t);
+#endif
+      break;
+    case Isa::I8mm:
+    case Isa::Dotprod:
+    case Isa::Neon:
+#if defined(__aarch64__)
+      install_neon(t);
+      if (isa != Isa::Neon) install_dotprod(t);
+      if (isa == Isa::I8mm) install_i8mm(t);
+#endif
+      break;
+  }
+  t.isa = isa;
+  return t;
+}
+
+const KernelTable& active() {
+  static const KernelTable& t = kernel_table(selected_isa());
+  return t;
+}
+
+// Activations are padded to whole weight groups for PQ types.
+int64_t padded_cols(const TensorView& w) {
+  int64_t unit = (w.type == DType::PQ4 || w.type == DType::PQ8) ? w.group : kActBlock;
+  return (w.cols() + unit - 1) / unit * unit;
+}
+
+}  // namespace
+
+const KernelTable& kernel_table(Isa isa) {
+  // One immutable table per level, built on first use.
+  static const KernelTable tables[] = {build_table(Isa::Scalar), build_table(Isa::Avx2),
+                                       build_table(Isa::Avx512), build_table(Isa::Neon),
+                                       build_table(Isa::Dotprod), build_table(Isa::I8mm)};
+  auto isas = supported_isas();
+  if (std::find(isas.begin(), isas.end(), isa) == isas.end()) fail("kernels: ISA ", isa_name(isa), " is not supported");
+  return tables[static_cast<int>(isa)];
+}
+
+void matmul_with(const KernelTable& table, const TensorView& w, const float* x, int n, float* y, ThreadPool* pool) {
+  check_weight(w);
+  if (n <= 0) return;
+  const MatmulEntry& e = table.matmul[static_cast<int>(w.type)];
+  ActBlocks xq;
+  if (e.int8_acts) xq = quantize_acts(x, n, w.cols(), padded_cols(w));
+  MatmulJob job{&w, x, e.int8_acts ? &xq : nullptr, n, y};
+  const int64_t rows = w.rows();
+  if (pool == nullptr) {
+    e.fn(job, 0, rows);
+    return;
+  }
+  pool->parallel_for(
+      rows, [&](int64_t b, int64_t end, int) { e.fn(job, b, end); }, e.row_align);
+}
+
+void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool* pool) {
+  matmul_with(active(), w, x, n, y, pool);
+}
+
+void rmsnorm(float* out, const float* x, const float* weight, int n, float eps) {
+  active().rmsnorm(out, x, weight, n, eps);
+}
+void softmax(float* x, int n) { active().softmax(x, n); }
+void swiglu(float* gate, const float* up, int n) { active().swiglu(gate, up, n); }
+void rope(float* x, int n_heads, int head_dim, int pos, RopeStyle style, const float* inv_freq) {
+  active().rope(x, n_heads, head_dim, pos, style, inv_freq);
+}
+void attention(const float* q, const uint16_t* k, const uint16_t* v, int n_ctx, int head_dim, int64_t stride,
+               float scale, float* scratch, float* out) {
+  active().attention(q, k, v, n_ctx, head_dim, stride, scale, scratch, out);
+}
+void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) { active().f32_to_f16_row(x, y, n); }
+void f16_to_f32_row(const uint16_t* x, float* y, int64_t n) { active().f16_to_f32_row(x, y, n); }
+
+const char* active_isa() { return isa_name(active().isa); }
+
+}  // namespace pocket::kernels

@@ -1,0 +1,103 @@
+// Scalar reference kernels: the ground truth every SIMD level is tested
+// against. Written for clarity, not speed (double accumulators in dots).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/dequant.h"
+#include "kernels/table.h"
+#include "util/half.h"
+
+namespace pocket::kernels {
+
+namespace {
+
+// Works for every weight type: dequantize a row, dot it with each token.
+void matmul_ref(const MatmulJob& job, int64_t r0, int64_t r1) {
+  const int64_t rows = job.w->rows(), cols = job.w->cols();
+  std::vector<float> wrow(static_cast<size_t>(cols));
+  for (int64_t r = r0; r < r1; ++r) {
+    dequant_row_unchecked(*job.w, r, wrow.data());
+    for (int t = 0; t < job.n; ++t) {
+      const float* x = job.x + t * cols;
+      double acc = 0.0;
+      for (int64_t k = 0; k < cols; ++k) acc += static_cast<double>(wrow[k]) * x[k];
+      job.y[t * rows + r] = static_cast<float>(acc);
+    }
+  }
+}
+
+void rmsnorm_ref(float* out, const float* x, const float* weight, int n, float eps) {
+  double ss = 0.0;
+  for (int i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  float inv = static_cast<float>(1.0 / std::sqrt(ss / n + eps));
+  for (int i = 0; i < n; ++i) out[i] = x[i] * inv * weight[i];
+}
+
+void softmax_ref(float* x, int n) {
+  if (n <= 0) return;
+  float mx = *std::max_element(x, x + n);
+  double sum = 0.0;
+  for (int i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  float inv = static_cast<float>(1.0 / sum);
+  for (int i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void swiglu_ref(float* gate, const float* up, int n) {
+  for (int i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void rope_ref(float* x, int n_heads, int head_dim, int pos, RopeStyle style, const float* inv_freq) {
+  const int half = head_dim / 2;
+  for (int h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim;
+    for (int i = 0; i < half; ++i) {
+      float angle = static_cast<float>(pos) * inv_freq[i];
+      float c = std::cos(angle), s = std::sin(angle);
+      int a = style == RopeStyle::Halves ? i : 2 * i;
+      int b = style == RopeStyle::Halves ? i + half : 2 * i + 1;
+      float x0 = v[a], x1 = v[b];
+      v[a] = x0 * c - x1 * s;
+      v[b] = x0 * s + x1 * c;
+    }
+  }
+}
+
+void attention_ref(const float* q, const uint16_t* k, const uint16_t* v, int n_ctx, int head_dim, int64_t stride,
+               float scale, float* scratch, float* out) {
+  for (int t = 0; t < n_ctx; ++t) {
+    double dot = 0.0;
+    for (int i = 0; i < head_dim; ++i) dot += static_cast<double>(q[i]) * f16_to_f32(k[t * stride + i]);
+    scratch[t] = static_cast<float>(dot) * scale;
+  }
+  softmax_ref(scratch, n_ctx);
+  for (int i = 0; i < head_dim; ++i) out[i] = 0.0f;
+  for (int t = 0; t < n_ctx; ++t)
+    for (int i = 0; i < head_dim; ++i) out[i] += scratch[t] * f16_to_f32(v[t * stride + i]);
+}
+
+void f32_to_f16_row_ref(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f32_to_f16(x[i]);
+}
+
+void f16_to_f32_row_ref(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f16_to_f32(x[i]);
+}
+
+}  // namespace
+
+void install_scalar(KernelTable& t) {
+  for (auto& e : t.matmul) e = MatmulEntry{matmul_ref, false, 1};
+  t.rmsnorm = rmsnorm_ref;
+  t.softmax = softmax_ref;
+  t.swiglu = swiglu_ref;
+  t.rope = rope_ref;
+  t.attention = attention_ref;
+  t.f32_to_f16_row = f32_to_f16_row_ref;
+  t.f16_to_f32_row = f16_to_f32_row_ref;
+}
+
+}  // namespace pocket::kernels

@@ -1,0 +1,122 @@
+// matmul and dequant_row for every weight type and every ISA level this CPU
+// runs, against a double-precision reference built from the encoded values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernels/kernels.h"
+#include "kernels/table.h"
+#include "kernels/weight_builders.h"
+#include "runtime/thread_pool.h"
+#include "util/error.h"
+
+namespace pocket::kernels {
+namespace {
+
+using test::build_weight;
+using test::Rng;
+
+constexpr DType kTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::PQ4, DType::PQ8};
+
+std::vector<float> random_x(int n, int64_t cols, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> x(static_cast<size_t>(n * cols));
+  for (auto& v : x) v = rng.uniform(-2.0f, 2.0f);
+  return x;
+}
+
+// Bound on |y - Y| where y uses activations quantized to int8 blocks of 32
+// (error <= d/2 per element, d = max|x|/127 of the block) plus float
+// rounding, for which 2e-5 * sum|w x| is generous at these lengths.
+double tolerance(const std::vector<float>& w, const std::vector<float>& x, int64_t cols, int64_t r, int t,
+                 bool int8_acts) {
+  double bound = 0, mag = 0;
+  for (int64_t b = 0; b < cols; b += 32) {
+    double amax = 0, wsum = 0;
+    for (int64_t k = b; k < std::min(cols, b + 32); ++k) {
+      amax = std::max(amax, std::fabs(static_cast<double>(x[t * cols + k])));
+      wsum += std::fabs(w[r * cols + k]);
+      mag += std::fabs(static_cast<double>(w[r * cols + k]) * x[t * cols + k]);
+    }
+    bound += amax / 127.0 / 2.0 * wsum;
+  }
+  return (int8_acts ? bound : 0.0) + 2e-5 * mag + 1e-6;
+}
+
+struct Shape {
+  int64_t rows, cols;
+  int group;
+};
+
+void check_matmul(Isa isa, DType type, Shape s, int n) {
+  SCOPED_TRACE(testing::Message() << isa_name(isa) << " " << dtype_name(type) << " rows=" << s.rows
+                                  << " cols=" << s.cols << " group=" << s.group << " n=" << n);
+  auto w = build_weight(type, s.rows, s.cols, s.group, 1000 + s.rows * 7 + s.cols);
+  auto x = random_x(n, s.cols, 77 + n);
+  auto ref = test::reference_matmul(w.values, s.rows, s.cols, x, n);
+  const KernelTable& table = kernel_table(isa);
+  const bool int8_acts = table.matmul[static_cast<int>(type)].int8_acts;
+  std::vector<float> y1(static_cast<size_t>(n * s.rows)), y2(y1.size(), -1.0f);
+  matmul_with(table, w.view, x.data(), n, y1.data(), nullptr);
+  for (int t = 0; t < n; ++t)
+    for (int64_t r = 0; r < s.rows; ++r) {
+      double tol = tolerance(w.values, x, s.cols, r, t, int8_acts);
+      ASSERT_NEAR(y1[t * s.rows + r], ref[t * s.rows + r], tol) << "t=" << t << " r=" << r;
+    }
+  // Same level, two threads: bitwise identical.
+  ThreadPool pool(2);
+  matmul_with(table, w.view, x.data(), n, y2.data(), &pool);
+  ASSERT_EQ(0, std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)));
+}
+
+class MatmulTest : public testing::TestWithParam<DType> {};
+
+TEST_P(MatmulTest, EveryIsaMatchesReferenceOnOddShapes) {
+  const DType type = GetParam();
+  const bool blocked = type == DType::Q8_0 || type == DType::Q4_0;
+  const bool pq = type == DType::PQ4 || type == DType::PQ8;
+  std::vector<Shape> shapes = {{1, 32, 32}, {17, 64, 32}, {40, 96, 32}};
+  if (!blocked) shapes.push_back({33, 200, 64});  // cols not a multiple of 32 or of the group
+  if (pq) {
+    shapes.push_back({16, 256, 128});
+    shapes.push_back({35, 300, 128});
+    shapes.push_back({3, 70, 64});
+  }
+  for (Isa isa : supported_isas())
+    for (const Shape& s : shapes)
+      for (int n : {1, 2, 3, 7, 33}) check_matmul(isa, type, s, n);
+}
+
+TEST_P(MatmulTest, DequantRowMatchesEncodedValues) {
+  const DType type = GetParam();
+  const int64_t rows = 19, cols = (type == DType::Q8_0 || type == DType::Q4_0) ? 96 : 100;
+  auto w = build_weight(type, rows, cols, 64, 5);
+  std::vector<float> out(cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    dequant_row(w.view, r, out.data());
+    for (int64_t k = 0; k < cols; ++k) ASSERT_EQ(out[k], w.values[r * cols + k]) << "r=" << r << " k=" << k;
+  }
+  EXPECT_THROW(dequant_row(w.view, rows, out.data()), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest, testing::ValuesIn(kTypes),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST(Matmul, RejectsTruncatedWeights) {
+  auto w = build_weight(DType::PQ4, 20, 64, 32, 1);
+  w.view.nbytes -= 1;
+  std::vector<float> x(64, 1.0f), y(20);
+  EXPECT_THROW(matmul(w.view, x.data(), 1, y.data(), nullptr), Error);
+  w.view.nbytes += 1;
+  w.view.group = 48;
+  EXPECT_THROW(matmul(w.view, x.data(), 1, y.data(), nullptr), Error);
+}
+
+TEST(Isa, ActiveIsaIsSupported) {
+  bool found = false;
+  for (Isa i : supported_isas()) found |= std::string(isa_name(i)) == active_isa();
+  EXPECT_TRUE(found) << active_isa();
+}
+
+}  // namespace
+}  // namespace pocket::kernels

@@ -1,0 +1,129 @@
+// Test-side encoders: build weights of every type from chosen codes and
+// scales, written straight from the format descriptions (GGUF blocks,
+// quant/pq_format.h), together with the exact float values they stand for.
+// The library's readers are checked against these, never against themselves.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "common/test_util.h"
+#include "core/tensor.h"
+#include "util/half.h"
+
+namespace pocket::test {
+
+struct BuiltWeight {
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;  // rows * cols, the exact values encoded
+  TensorView view;
+};
+
+// A random fp16 scale in [lo, hi) that is exactly representable.
+inline float random_half(Rng& rng, float lo, float hi) { return f16_to_f32(f32_to_f16(rng.uniform(lo, hi))); }
+
+inline void put_u16(std::vector<uint8_t>& b, size_t at, uint16_t v) {
+  b[at] = static_cast<uint8_t>(v & 0xff);
+  b[at + 1] = static_cast<uint8_t>(v >> 8);
+}
+
+inline BuiltWeight build_weight(DType type, int64_t rows, int64_t cols, int group, uint64_t seed) {
+  Rng rng(seed);
+  BuiltWeight w;
+  w.values.assign(static_cast<size_t>(rows * cols), 0.0f);
+  auto val = [&](int64_t r, int64_t k) -> float& { return w.values[static_cast<size_t>(r * cols + k)]; };
+  switch (type) {
+    case DType::F32:
+      w.bytes.resize(static_cast<size_t>(rows * cols * 4));
+      for (int64_t i = 0; i < rows * cols; ++i) {
+        w.values[i] = rng.uniform();
+        std::memcpy(&w.bytes[i * 4], &w.values[i], 4);
+      }
+      break;
+    case DType::F16:
+    case DType::BF16:
+      w.bytes.resize(static_cast<size_t>(rows * cols * 2));
+      for (int64_t i = 0; i < rows * cols; ++i) {
+        float f = rng.uniform();
+        uint16_t h = type == DType::F16 ? f32_to_f16(f) : f32_to_bf16(f);
+        w.values[i] = type == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+        put_u16(w.bytes, i * 2, h);
+      }
+      break;
+    case DType::Q8_0:
+    case DType::Q4_0: {
+      const int bb = type == DType::Q8_0 ? 34 : 18;
+      w.bytes.resize(static_cast<size_t>(rows * cols / 32 * bb));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t b = 0; b < cols / 32; ++b) {
+          size_t at = static_cast<size_t>((r * (cols / 32) + b) * bb);
+          float d = random_half(rng, 0.001f, 0.05f);
+          put_u16(w.bytes, at, f32_to_f16(d));
+          for (int j = 0; j < 32; ++j) {
+            if (type == DType::Q8_0) {
+              int q = static_cast<int>(rng.next() % 255) - 127;
+              w.bytes[at + 2 + j] = static_cast<uint8_t>(static_cast<int8_t>(q));
+              val(r, b * 32 + j) = d * q;
+            } else {
+              int q = static_cast<int>(rng.next() % 16);
+              w.bytes[at + 2 + j % 16] |= static_cast<uint8_t>(j < 16 ? q : q << 4);
+              val(r, b * 32 + j) = d * (q - 8);
+            }
+          }
+        }
+      break;
+    }
+    case DType::PQ4:
+    case DType::PQ8: {
+      const bool q4 = type == DType::PQ4;
+      const int64_t groups = (cols + group - 1) / group, tiles = (rows + 15) / 16;
+      const int64_t gblock = 16 * (q4 ? group / 2 + 4 : group + 2);
+      w.bytes.assign(static_cast<size_t>(tiles * groups * gblock), 0);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t g = 0; g < groups; ++g) {
+          size_t blk = static_cast<size_t>(((r / 16) * groups + g) * gblock);
+          int64_t rr = r % 16;
+          float s = random_half(rng, 0.001f, 0.05f);
+          float m = q4 ? random_half(rng, -0.4f, 0.0f) : 0.0f;
+          put_u16(w.bytes, blk + 2 * rr, f32_to_f16(s));
+          if (q4) put_u16(w.bytes, blk + 32 + 2 * rr, f32_to_f16(m));
+          size_t data = blk + (q4 ? 64 : 32);
+          for (int64_t k = 0; k < group && g * group + k < cols; ++k) {
+            if (q4) {
+              int q = static_cast<int>(rng.next() % 16);
+              size_t at = data + (k / 8) * 64 + 4 * rr + (k % 4);
+              w.bytes[at] |= static_cast<uint8_t>((k % 8) < 4 ? q : q << 4);
+              val(r, g * group + k) = s * q + m;
+            } else {
+              int q = static_cast<int>(rng.next() % 255) - 127;
+              w.bytes[data + (k / 4) * 64 + 4 * rr + (k % 4)] = static_cast<uint8_t>(static_cast<int8_t>(q));
+              val(r, g * group + k) = s * q;
+            }
+          }
+        }
+      break;
+    }
+  }
+  w.view.name = "test";
+  w.view.type = type;
+  w.view.shape = {rows, cols};
+  w.view.data = w.bytes.data();
+  w.view.nbytes = w.bytes.size();
+  w.view.group = (type == DType::PQ4 || type == DType::PQ8) ? group : 0;
+  return w;
+}
+
+// Y = X * W^T in double from the encoded values.
+inline std::vector<double> reference_matmul(const std::vector<float>& w, int64_t rows, int64_t cols,
+                                            const std::vector<float>& x, int n) {
+  std::vector<double> y(static_cast<size_t>(n * rows));
+  for (int t = 0; t < n; ++t)
+    for (int64_t r = 0; r < rows; ++r) {
+      double acc = 0;
+      for (int64_t k = 0; k < cols; ++k) acc += static_cast<double>(w[r * cols + k]) * x[t * cols + k];
+      y[t * rows + r] = acc;
+    }
+  return y;
+}
+
+}  // namespace pocket::test
