@@ -1,0 +1,33 @@
+// Weight quantizer: f32 row-major W[rows, cols] to the bytes of a tensor of
+// the given type, laid out exactly as the kernels and model files use it.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace pocket {
+
+// `group` is the PQ4/PQ8 group size (32, 64 or 128) and ignored otherwise.
+// PQ4 picks each group's scale and offset to minimise the squared error
+// (grid search over clipping ranges, each refined by least squares);
+// Q4_0/Q8_0/PQ8 use round-to-nearest on the absolute maximum, as GGUF does.
+// Fails with pocket::Error on bad sizes/groups or non-finite weights.
+std::vector<uint8_t> quantize(const float* w, int64_t rows, int64_t cols, DType type, int group);
+
+namespace quant {
+
+// Scale and offset of one PQ4 group: value = s * q + m, q in 0..15. The
+// returned values are already rounded to fp16, as stored.
+struct Pq4Params {
+  float s, m;
+};
+// Error-minimising choice for x[0..n).
+Pq4Params fit_pq4_group(const float* x, int n);
+// The code of x under p (round to nearest, clamped to 0..15).
+int pq4_code(float x, Pq4Params p);
+// Plain min/max round-to-nearest choice (the baseline fit_pq4_group beats).
+Pq4Params minmax_pq4_group(const float* x, int n);
+
+}  // namespace quant
+}  // namespace pocket
