@@ -71,7 +71,8 @@ void matmul_with(const KernelTable& table, const TensorView& w, const float* x, 
   const MatmulEntry& e = table.matmul[static_cast<int>(w.type)];
   ActBlocks xq;
   if (e.int8_acts) xq = quantize_acts(x, n, w.cols(), padded_cols(w));
-  MatmulJob job{&w, x, e.int8_acts ? &xq : nullptr, n, y};
+  MatmulJob job{&w, static_cast<const uint8_t*>(w.data), w.type, w.rows(), w.cols(), w.group, x,
+                e.int8_acts ? &xq : nullptr, n, y};
   const int64_t rows = w.rows();
   if (pool == nullptr) {
     e.fn(job, 0, rows);

@@ -1,8 +1,182 @@
-// avx2 kernels (filled in below the table installer as they are written).
+// Vectorised element-wise kernels (AVX2 + FMA + F16C). They are memory- or
+// latency-bound at the model's sizes, so the AVX-512 level reuses them.
+#include <immintrin.h>
+
+#include <cmath>
+
 #include "kernels/table.h"
 
 namespace pocket::kernels {
 
-void install_avx2(KernelTable& t) {}
+namespace {
+
+float hsum8(__m256 v) {
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+
+float hmax8(__m256 v) {
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+
+// exp(x): 2^n * p(r) with x = n ln2 + r, |r| <= ln2/2; degree-6 polynomial,
+// ~2 ulp relative error on [-87, 88]; below that it flushes to 0.
+__m256 exp8(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.0f), hi = _mm256_set1_ps(88.0f);
+  __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+  x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+  __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504089f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 720);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  __m256 v = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+  return _mm256_andnot_ps(under, v);
+}
+
+void rmsnorm_avx2(float* out, const float* x, const float* weight, int n, float eps) {
+  __m256 acc = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(x + i), acc);
+  float ss = hsum8(acc);
+  for (; i < n; ++i) ss += x[i] * x[i];
+  const float inv = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+  const __m256 vinv = _mm256_set1_ps(inv);
+  for (i = 0; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv), _mm256_loadu_ps(weight + i)));
+  for (; i < n; ++i) out[i] = x[i] * inv * weight[i];
+}
+
+void softmax_avx2(float* x, int n) {
+  if (n <= 0) return;
+  int i = 0;
+  __m256 vmax = _mm256_set1_ps(-INFINITY);
+  for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
+  float mx = hmax8(vmax);
+  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  const __m256 vm = _mm256_set1_ps(mx);
+  __m256 vsum = _mm256_setzero_ps();
+  for (i = 0; i + 8 <= n; i += 8) {
+    __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+    _mm256_storeu_ps(x + i, e);
+    vsum = _mm256_add_ps(vsum, e);
+  }
+  float sum = hsum8(vsum);
+  for (; i < n; ++i) sum += (x[i] = std::exp(x[i] - mx));
+  const __m256 vinv = _mm256_set1_ps(1.0f / sum);
+  for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
+  for (; i < n; ++i) x[i] *= 1.0f / sum;
+}
+
+void swiglu_avx2(float* gate, const float* up, int n) {
+  int i = 0;
+  const __m256 one = _mm256_set1_ps(1.0f);
+  for (; i + 8 <= n; i += 8) {
+    __m256 g = _mm256_loadu_ps(gate + i);
+    __m256 sig = _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), g))));
+    _mm256_storeu_ps(gate + i, _mm256_mul_ps(_mm256_mul_ps(g, sig), _mm256_loadu_ps(up + i)));
+  }
+  for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+// cos/sin are computed once per call (not per head) with the same libm calls
+// as the scalar reference, so results match it up to FMA contraction.
+void rope_avx2(float* x, int n_heads, int head_dim, int pos, RopeStyle style, const float* inv_freq) {
+  const int half = head_dim / 2;
+  float cs[256], sn[256];  // head_dim <= 512
+  if (half > 256) {
+    for (int h = 0; h < n_heads; ++h) kernel_table(Isa::Scalar).rope(x + h * head_dim, 1, head_dim, pos, style, inv_freq);
+    return;
+  }
+  for (int i = 0; i < half; ++i) {
+    float angle = static_cast<float>(pos) * inv_freq[i];
+    cs[i] = std::cos(angle), sn[i] = std::sin(angle);
+  }
+  for (int h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim;
+    int i = 0;
+    if (style == RopeStyle::Halves) {
+      for (; i + 8 <= half; i += 8) {
+        __m256 x0 = _mm256_loadu_ps(v + i), x1 = _mm256_loadu_ps(v + half + i);
+        __m256 c = _mm256_loadu_ps(cs + i), s = _mm256_loadu_ps(sn + i);
+        _mm256_storeu_ps(v + i, _mm256_fmsub_ps(x0, c, _mm256_mul_ps(x1, s)));
+        _mm256_storeu_ps(v + half + i, _mm256_fmadd_ps(x0, s, _mm256_mul_ps(x1, c)));
+      }
+    }
+    for (; i < half; ++i) {
+      int a = style == RopeStyle::Halves ? i : 2 * i, b = style == RopeStyle::Halves ? i + half : 2 * i + 1;
+      float x0 = v[a], x1 = v[b];
+      v[a] = x0 * cs[i] - x1 * sn[i];
+      v[b] = x0 * sn[i] + x1 * cs[i];
+    }
+  }
+}
+
+float half_at(const uint16_t* p) { return _cvtsh_ss(*p); }
+
+void attention_avx2(const float* q, const uint16_t* k, const uint16_t* v, int n_ctx, int head_dim, int64_t stride,
+               float scale, float* scratch, float* out) {
+  for (int t = 0; t < n_ctx; ++t) {
+    const uint16_t* kt = k + t * stride;
+    __m256 acc = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 8 <= head_dim; i += 8)
+      acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kt + i))), acc);
+    float dot = hsum8(acc);
+    for (; i < head_dim; ++i) dot += q[i] * half_at(kt + i);
+    scratch[t] = dot * scale;
+  }
+  softmax_avx2(scratch, n_ctx);
+  int i = 0;
+  for (; i + 8 <= head_dim; i += 8) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int t = 0; t < n_ctx; ++t)
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(scratch[t]),
+                            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + t * stride + i))), acc);
+    _mm256_storeu_ps(out + i, acc);
+  }
+  for (; i < head_dim; ++i) {
+    float acc = 0.0f;
+    for (int t = 0; t < n_ctx; ++t) acc += scratch[t] * half_at(v + t * stride + i);
+    out[i] = acc;
+  }
+}
+
+void f32_to_f16_row_avx2(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i) y[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
+void f16_to_f32_row_avx2(const uint16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+  for (; i < n; ++i) y[i] = _cvtsh_ss(x[i]);
+}
+
+}  // namespace
+
+void install_x86_ops(KernelTable& t) {
+  t.rmsnorm = rmsnorm_avx2;
+  t.softmax = softmax_avx2;
+  t.swiglu = swiglu_avx2;
+  t.rope = rope_avx2;
+  t.attention = attention_avx2;
+  t.f32_to_f16_row = f32_to_f16_row_avx2;
+  t.f16_to_f32_row = f16_to_f32_row_avx2;
+}
 
 }  // namespace pocket::kernels

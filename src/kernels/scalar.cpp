@@ -14,10 +14,10 @@ namespace {
 
 // Works for every weight type: dequantize a row, dot it with each token.
 void matmul_ref(const MatmulJob& job, int64_t r0, int64_t r1) {
-  const int64_t rows = job.w->rows(), cols = job.w->cols();
+  const int64_t rows = job.rows, cols = job.cols;
   std::vector<float> wrow(static_cast<size_t>(cols));
   for (int64_t r = r0; r < r1; ++r) {
-    dequant_row_unchecked(*job.w, r, wrow.data());
+    dequant_row_unchecked(*job.view, r, wrow.data());
     for (int t = 0; t < job.n; ++t) {
       const float* x = job.x + t * cols;
       double acc = 0.0;

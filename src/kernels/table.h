@@ -16,8 +16,15 @@ constexpr int kNumDTypes = static_cast<int>(DType::PQ8) + 1;
 
 // One matmul call: Y[n, rows] = X[n, cols] * W^T. `xq` is set when the
 // kernel asked for int8 activations (MatmulEntry::int8_acts).
+// The weight is passed as plain fields so ISA-specific translation units
+// need no inline code from elsewhere (which the linker could merge with a
+// copy compiled for another ISA).
 struct MatmulJob {
-  const TensorView* w;
+  const TensorView* view;  // for the scalar reference only
+  const uint8_t* w;
+  DType type;
+  int64_t rows, cols;
+  int group;
   const float* x;
   const ActBlocks* xq;
   int n;

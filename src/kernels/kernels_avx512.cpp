@@ -1,0 +1,11 @@
+// AVX-512 (F/BW/VL/DQ) + VNNI level: 16 rows per zmm, vpdpbusd for int8 dots.
+#include "kernels/table.h"
+#include "kernels/x86_kernels.h"
+
+namespace pocket::kernels {
+
+void install_avx512(KernelTable& t) {
+  install_x86_matmul<Avx512>(t);
+}
+
+}  // namespace pocket::kernels

@@ -1,0 +1,132 @@
+// 16-lane vector traits for the x86 kernels: Avx512 maps a lane group to one
+// zmm register, Avx2 to a pair of ymm registers. The kernel templates in
+// x86_kernels.h are written once against these traits.
+//
+// Included only by *_avx2.cpp / *_avx512.cpp. Everything is in an unnamed
+// namespace so each translation unit keeps its own copy, compiled with its
+// own ISA flags (no ODR merging of differently-compiled inline functions).
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace pocket::kernels {
+namespace {
+
+inline int32_t load_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline float half_to_float(const uint8_t* p) { return _cvtsh_ss(static_cast<uint16_t>(p[0] | p[1] << 8)); }
+inline float bf16_to_float(const uint8_t* p) {
+  uint32_t bits = static_cast<uint32_t>(p[0] | p[1] << 8) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+#if defined(__AVX512F__) && defined(__AVX512VNNI__)
+struct Avx512 {
+  using I = __m512i;  // 16 x int32 (or 64 x int8)
+  using F = __m512;   // 16 x float
+  // u8 x s8 dot of 8-bit weights needs w + 128 (xor): correct by 128 * sum(x).
+  static constexpr int kS8Bias = 128;
+
+  static I zero_i() { return _mm512_setzero_si512(); }
+  static F zero_f() { return _mm512_setzero_ps(); }
+  static I load(const uint8_t* p) { return _mm512_loadu_si512(p); }
+  static I low_nibbles(I v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0f)); }
+  static I high_nibbles(I v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0f)); }
+  static I bcast4(const int8_t* x) { return _mm512_set1_epi32(load_i32(x)); }
+  // acc += sum over each 4-byte lane of u[i] * s[i], u unsigned (< 128 here), s signed.
+  static I dot_u8s8(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
+  static I dot_s8s8(I acc, I w, I x) { return _mm512_dpbusd_epi32(acc, _mm512_xor_si512(w, _mm512_set1_epi8(-128)), x); }
+  static F to_f(I v) { return _mm512_cvtepi32_ps(v); }
+  static F set1(float v) { return _mm512_set1_ps(v); }
+  static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static F add(F a, F b) { return _mm512_add_ps(a, b); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F load_f16(const void* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p))); }
+  static F load_bf16(const void* p) {
+    __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+  }
+  static F load_f32(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
+  static float hsum(F v) { return _mm512_reduce_add_ps(v); }
+
+  // 8-lane (one 32-byte GGUF block) operations.
+  static __m256i dot8_u8s8(__m256i u, __m256i s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
+  static __m256i dot8_s8s8(__m256i w, __m256i x) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_xor_si256(w, _mm256_set1_epi8(-128)), x);
+  }
+};
+#endif
+
+struct Avx2 {
+  struct I {
+    __m256i a, b;  // rows 0-7, rows 8-15
+  };
+  struct F {
+    __m256 a, b;
+  };
+  // Signs move onto the activations (maddubs(|w|, sign(x, w))): no bias.
+  static constexpr int kS8Bias = 0;
+
+  static I zero_i() { return {_mm256_setzero_si256(), _mm256_setzero_si256()}; }
+  static F zero_f() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  static I load(const uint8_t* p) {
+    return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32))};
+  }
+  static __m256i nib(__m256i v) { return _mm256_and_si256(v, _mm256_set1_epi8(0x0f)); }
+  static I low_nibbles(I v) { return {nib(v.a), nib(v.b)}; }
+  static I high_nibbles(I v) { return {nib(_mm256_srli_epi16(v.a, 4)), nib(_mm256_srli_epi16(v.b, 4))}; }
+  static I bcast4(const int8_t* x) {
+    __m256i v = _mm256_set1_epi32(load_i32(x));
+    return {v, v};
+  }
+  // maddubs saturates at int16: fine for nibbles (2 * 15 * 127 < 32767).
+  static __m256i dot8_u8s8(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+  }
+  // |w| <= 127 (codes are symmetric), so 2 * 127 * 127 fits too.
+  static __m256i dot8_s8s8(__m256i w, __m256i x) { return dot8_u8s8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)); }
+  static I dot_u8s8(I acc, I u, I s) {
+    return {_mm256_add_epi32(acc.a, dot8_u8s8(u.a, s.a)), _mm256_add_epi32(acc.b, dot8_u8s8(u.b, s.b))};
+  }
+  static I dot_s8s8(I acc, I w, I x) {
+    return {_mm256_add_epi32(acc.a, dot8_s8s8(w.a, x.a)), _mm256_add_epi32(acc.b, dot8_s8s8(w.b, x.b))};
+  }
+  static F to_f(I v) { return {_mm256_cvtepi32_ps(v.a), _mm256_cvtepi32_ps(v.b)}; }
+  static F set1(float v) { return {_mm256_set1_ps(v), _mm256_set1_ps(v)}; }
+  static F fma(F a, F b, F c) { return {_mm256_fmadd_ps(a.a, b.a, c.a), _mm256_fmadd_ps(a.b, b.b, c.b)}; }
+  static F add(F a, F b) { return {_mm256_add_ps(a.a, b.a), _mm256_add_ps(a.b, b.b)}; }
+  static F mul(F a, F b) { return {_mm256_mul_ps(a.a, b.a), _mm256_mul_ps(a.b, b.b)}; }
+  static F load_f16(const void* p) {
+    const auto* q = static_cast<const __m128i*>(p);
+    return {_mm256_cvtph_ps(_mm_loadu_si128(q)), _mm256_cvtph_ps(_mm_loadu_si128(q + 1))};
+  }
+  static __m256 bf16x8(const void* p) {
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+  }
+  static F load_bf16(const void* p) { return {bf16x8(p), bf16x8(static_cast<const uint8_t*>(p) + 16)}; }
+  static F load_f32(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+  static void store(float* p, F v) {
+    _mm256_storeu_ps(p, v.a);
+    _mm256_storeu_ps(p + 8, v.b);
+  }
+  static float hsum(F v) {
+    __m256 s = _mm256_add_ps(v.a, v.b);
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+  }
+};
+
+}  // namespace
+}  // namespace pocket::kernels
