@@ -1,0 +1,144 @@
+// Element-wise kernels: the scalar reference against direct double-precision
+// formulas, every other ISA level against the scalar reference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/test_util.h"
+#include "kernels/table.h"
+#include "util/half.h"
+
+namespace pocket::kernels {
+namespace {
+
+using test::Rng;
+
+std::vector<float> random_vec(int n, uint64_t seed, float lo = -3.0f, float hi = 3.0f) {
+  Rng rng(seed);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = rng.uniform(lo, hi);
+  return v;
+}
+
+// Relative tolerance for SIMD vs scalar: float reassociation and the
+// polynomial exp (~1e-6 relative); stated per test.
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, float rel, float abs) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], abs + rel * std::fabs(b[i])) << "i=" << i;
+}
+
+const KernelTable& ref() { return kernel_table(Isa::Scalar); }
+
+TEST(Ops, ScalarMatchesFormulas) {
+  auto x = random_vec(37, 1), w = random_vec(37, 2);
+  std::vector<float> out(37);
+  ref().rmsnorm(out.data(), x.data(), w.data(), 37, 1e-5f);
+  double ss = 0;
+  for (float v : x) ss += double(v) * v;
+  for (int i = 0; i < 37; ++i) EXPECT_NEAR(out[i], x[i] / std::sqrt(ss / 37 + 1e-5) * w[i], 1e-5);
+
+  auto s = x;
+  ref().softmax(s.data(), 37);
+  double z = 0;
+  for (float v : x) z += std::exp(double(v));
+  for (int i = 0; i < 37; ++i) EXPECT_NEAR(s[i], std::exp(double(x[i])) / z, 1e-6);
+
+  auto g = x;
+  ref().swiglu(g.data(), w.data(), 37);
+  for (int i = 0; i < 37; ++i) EXPECT_NEAR(g[i], x[i] / (1 + std::exp(-double(x[i]))) * w[i], 1e-5);
+
+  // RoPE by hand for one head of 4: halves pairs (0,2),(1,3); adjacent (0,1),(2,3).
+  const float inv_freq[2] = {1.0f, 0.01f};
+  for (RopeStyle st : {RopeStyle::Halves, RopeStyle::Adjacent}) {
+    float v[4] = {1, 2, 3, 4};
+    ref().rope(v, 1, 4, 3, st, inv_freq);
+    int a0 = 0, b0 = st == RopeStyle::Halves ? 2 : 1, a1 = st == RopeStyle::Halves ? 1 : 2, b1 = 3;
+    float in[4] = {1, 2, 3, 4};
+    EXPECT_NEAR(v[a0], in[a0] * std::cos(3.0) - in[b0] * std::sin(3.0), 1e-5);
+    EXPECT_NEAR(v[b0], in[a0] * std::sin(3.0) + in[b0] * std::cos(3.0), 1e-5);
+    EXPECT_NEAR(v[a1], in[a1] * std::cos(0.03) - in[b1] * std::sin(0.03), 1e-5);
+    EXPECT_NEAR(v[b1], in[a1] * std::sin(0.03) + in[b1] * std::cos(0.03), 1e-5);
+  }
+}
+
+TEST(Ops, ScalarAttentionMatchesFormula) {
+  const int n_ctx = 9, hd = 20, stride = 24;
+  auto q = random_vec(hd, 3);
+  std::vector<uint16_t> k(n_ctx * stride), v(n_ctx * stride);
+  Rng rng(4);
+  for (auto& e : k) e = f32_to_f16(rng.uniform());
+  for (auto& e : v) e = f32_to_f16(rng.uniform());
+  std::vector<float> scratch(n_ctx), out(hd);
+  ref().attention(q.data(), k.data(), v.data(), n_ctx, hd, stride, 0.3f, scratch.data(), out.data());
+  std::vector<double> p(n_ctx);
+  double z = 0;
+  for (int t = 0; t < n_ctx; ++t) {
+    double d = 0;
+    for (int i = 0; i < hd; ++i) d += q[i] * double(f16_to_f32(k[t * stride + i]));
+    z += p[t] = std::exp(0.3 * d);
+  }
+  for (int i = 0; i < hd; ++i) {
+    double o = 0;
+    for (int t = 0; t < n_ctx; ++t) o += p[t] / z * f16_to_f32(v[t * stride + i]);
+    EXPECT_NEAR(out[i], o, 1e-5);
+  }
+}
+
+TEST(Ops, EveryIsaMatchesScalar) {
+  for (Isa isa : supported_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    const KernelTable& t = kernel_table(isa);
+    for (int n : {1, 7, 8, 33, 1024}) {
+      SCOPED_TRACE(n);
+      auto x = random_vec(n, 10 + n), w = random_vec(n, 20 + n);
+      std::vector<float> a(n), b(n);
+      t.rmsnorm(a.data(), x.data(), w.data(), n, 1e-6f);
+      ref().rmsnorm(b.data(), x.data(), w.data(), n, 1e-6f);
+      expect_close(a, b, 1e-5f, 1e-6f);
+
+      auto big = random_vec(n, 30 + n, -40.0f, 40.0f);  // wide range: exp under/overflow paths
+      a = big, b = big;
+      t.softmax(a.data(), n);
+      ref().softmax(b.data(), n);
+      expect_close(a, b, 1e-5f, 1e-9f);
+
+      a = big, b = big;
+      t.swiglu(a.data(), w.data(), n);
+      ref().swiglu(b.data(), w.data(), n);
+      expect_close(a, b, 1e-5f, 1e-6f);
+
+      std::vector<uint16_t> h1(n), h2(n);
+      t.f32_to_f16_row(big.data(), h1.data(), n);
+      ref().f32_to_f16_row(big.data(), h2.data(), n);
+      EXPECT_EQ(h1, h2);  // both round to nearest even: bitwise
+      t.f16_to_f32_row(h1.data(), a.data(), n);
+      ref().f16_to_f32_row(h1.data(), b.data(), n);
+      EXPECT_EQ(a, b);
+    }
+    for (int hd : {4, 64, 128}) {
+      for (RopeStyle st : {RopeStyle::Halves, RopeStyle::Adjacent}) {
+        auto x = random_vec(3 * hd, 40 + hd), y = x;
+        std::vector<float> inv(hd / 2);
+        for (int i = 0; i < hd / 2; ++i) inv[i] = std::pow(10000.0f, -2.0f * i / hd);
+        t.rope(x.data(), 3, hd, 517, st, inv.data());
+        ref().rope(y.data(), 3, hd, 517, st, inv.data());
+        expect_close(x, y, 1e-5f, 1e-5f);
+      }
+      for (int n_ctx : {1, 5, 300}) {
+        const int64_t stride = 8 * hd + 3;
+        auto q = random_vec(hd, 50 + n_ctx);
+        std::vector<uint16_t> k(n_ctx * stride), v(n_ctx * stride);
+        Rng rng(60 + n_ctx);
+        for (auto& e : k) e = f32_to_f16(rng.uniform());
+        for (auto& e : v) e = f32_to_f16(rng.uniform());
+        std::vector<float> s1(n_ctx), s2(n_ctx), o1(hd), o2(hd);
+        t.attention(q.data(), k.data(), v.data(), n_ctx, hd, stride, 0.088f, s1.data(), o1.data());
+        ref().attention(q.data(), k.data(), v.data(), n_ctx, hd, stride, 0.088f, s2.data(), o2.data());
+        expect_close(o1, o2, 1e-4f, 1e-5f);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pocket::kernels
