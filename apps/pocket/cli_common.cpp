@@ -1,0 +1,56 @@
+#include "cli_common.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "util/error.h"
+
+namespace pocket::cli {
+
+void ModelOptions::add_to(CLI::App& app) {
+  app.add_option("-m,--model", model, "Model: GGUF, Pocket file, Hugging Face folder, or llama2.c checkpoint");
+  app.add_option("--tokenizer", tokenizer, "Tokenizer file (llama2.c tokenizer.bin or tokenizer.json)");
+  app.add_option("-t,--threads", threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 256));
+  app.add_option("-c,--ctx-size", context, "Context size in tokens (default: the model's, at most 4096)")
+      ->check(CLI::Range(1, 1 << 22));
+}
+
+LoadedModel ModelOptions::load(std::string* path_out) const {
+  std::string path = model.empty() ? default_model_path(POCKET_SHARED_DIR) : model;
+  if (path_out) *path_out = path;
+  OpenOptions o;
+  o.tokenizer_path = tokenizer;
+  return load_model(path, o);
+}
+
+int ModelOptions::resolve_threads() const {
+  if (threads > 0) return threads;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int ModelOptions::resolve_context(const ModelConfig& cfg) const {
+  if (context > 0) {
+    if (context > cfg.max_seq_len)
+      fail("context size ", context, " exceeds the model's context length ", cfg.max_seq_len);
+    return context;
+  }
+  return std::min(cfg.max_seq_len, 4096);
+}
+
+void GenerationFlags::add_to(CLI::App& app) {
+  SamplerConfig& s = gen.sampling;
+  app.add_option("-n,--max-tokens", gen.max_tokens, "Maximum tokens to generate")->check(CLI::Range(0, 1 << 22));
+  app.add_option("--temp", s.temperature, "Temperature (0 = greedy)")->check(CLI::Range(0.0, 100.0));
+  app.add_option("--top-k", s.top_k, "Top-k (0 = off)")->check(CLI::Range(0, 1 << 22));
+  app.add_option("--top-p", s.top_p, "Top-p (1 = off)")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--min-p", s.min_p, "Min-p (0 = off)")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--repeat-penalty", s.repeat_penalty, "Repetition penalty (1 = off)")->check(CLI::Range(0.01, 100.0));
+  app.add_option("--repeat-last-n", s.repeat_last_n, "Tokens the repetition penalty looks back")
+      ->check(CLI::Range(0, 1 << 22));
+  app.add_option("--seed", s.seed, "Random seed");
+  app.add_option("--stop", gen.stop_strings, "Stop string (repeatable)");
+  app.add_flag_function("--ignore-eos", [this](int64_t) { gen.stop_at_eos = false; }, "Do not stop at end-of-sequence tokens");
+  app.add_flag("-q,--quiet", quiet, "Do not print statistics to stderr");
+}
+
+}  // namespace pocket::cli

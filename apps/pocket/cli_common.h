@@ -1,0 +1,36 @@
+// Options and helpers shared by the pocket subcommands.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "generate/session.h"
+#include "runtime/loader.h"
+
+namespace pocket::cli {
+
+struct ModelOptions {
+  std::string model;      // -m; empty = default model
+  std::string tokenizer;  // --tokenizer
+  int threads = 0;        // 0 = all cores
+  int context = 0;        // 0 = min(model context, 4096)
+
+  void add_to(CLI::App& app);
+  LoadedModel load(std::string* path_out = nullptr) const;
+  int resolve_threads() const;
+  int resolve_context(const ModelConfig& cfg) const;
+};
+
+struct GenerationFlags {
+  GenerateOptions gen;
+  bool quiet = false;
+  void add_to(CLI::App& app);
+};
+
+// Subcommand registration; each returns the callback's exit code through `rc`.
+void add_run(CLI::App& app, int& rc);
+void add_chat(CLI::App& app, int& rc);
+void add_info(CLI::App& app, int& rc);
+void add_tokenize(CLI::App& app, int& rc);
+
+}  // namespace pocket::cli

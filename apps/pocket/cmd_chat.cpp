@@ -1,0 +1,78 @@
+// pocket chat: interactive multi-turn chat (a terminal or a pipe).
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cli_common.h"
+#include "generate/chat_session.h"
+#include "util/error.h"
+
+namespace pocket::cli {
+
+namespace {
+
+struct ChatCliOptions {
+  ModelOptions model;
+  GenerationFlags flags;
+  std::string system;
+  bool no_think = false;
+};
+
+int chat(const ChatCliOptions& o) {
+  LoadedModel m = o.model.load();
+  const bool tty = isatty(STDIN_FILENO);
+  if (!m.chat_template_recognised)
+    std::fprintf(stderr, "pocket: note: the model's chat template is not one Pocket renders; using %s\n",
+                 chat_format_name(m.chat_format));
+  Session session(m.model, m.tokenizer, o.model.resolve_context(m.model->config()), o.model.resolve_threads());
+  auto chat = std::make_unique<ChatSession>(session, ChatTemplate(m.chat_format), o.system, !o.no_think);
+  if (tty) std::fprintf(stderr, "Chat with %s (%s template). /reset starts over, /exit or Ctrl-D quits.\n",
+                        m.file->path.c_str(), chat_format_name(m.chat_format));
+  std::string line;
+  for (;;) {
+    if (tty) std::fputs("> ", stdout), std::fflush(stdout);
+    if (!std::getline(std::cin, line)) break;
+    if (line == "/exit" || line == "/quit") break;
+    if (line == "/reset") {
+      session.reset();
+      chat = std::make_unique<ChatSession>(session, ChatTemplate(m.chat_format), o.system, !o.no_think);
+      continue;
+    }
+    if (line.empty()) continue;
+    GenerateResult r;
+    try {
+      r = chat->send(line, o.flags.gen, [](std::string_view piece) {
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+        return true;
+      });
+    } catch (const Error& e) {
+      // A turn that does not fit is reported; the conversation continues.
+      std::fprintf(stderr, "\npocket: error: %s\n", e.what());
+      if (!tty) return 1;
+      continue;
+    }
+    std::fputs("\n", stdout);
+    if (!o.flags.quiet)
+      std::fprintf(stderr, "[%d new prompt tokens, %d reused | %zu generated, %.1f tok/s]\n",
+                   r.prompt_tokens - r.reused_tokens, r.reused_tokens, r.tokens.size(),
+                   r.decode_seconds > 0 ? r.tokens.size() / r.decode_seconds : 0.0);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_chat(CLI::App& app, int& rc) {
+  auto o = std::make_shared<ChatCliOptions>();
+  CLI::App* sub = app.add_subcommand("chat", "Interactive multi-turn chat (reads turns line by line from stdin)");
+  o->model.add_to(*sub);
+  o->flags.add_to(*sub);
+  sub->add_option("--system", o->system, "System message");
+  sub->add_flag("--no-think", o->no_think, "Qwen3: disable thinking");
+  sub->callback([o, &rc] { rc = chat(*o); });
+}
+
+}  // namespace pocket::cli

@@ -1,0 +1,83 @@
+// pocket run: generate a continuation of one prompt.
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <memory>
+
+#include "cli_common.h"
+#include "generate/chat.h"
+#include "util/error.h"
+#include "util/mapped_file.h"
+
+namespace pocket::cli {
+
+namespace {
+
+struct RunOptions {
+  ModelOptions model;
+  GenerationFlags flags;
+  std::string prompt = "Once upon a time";
+  std::string prompt_file;
+  bool chat = false;
+  bool no_think = false;
+  std::string system;
+};
+
+void print_stats(const GenerateResult& r) {
+  int prefilled = r.prompt_tokens - r.reused_tokens;
+  double pp = r.prefill_seconds > 0 ? prefilled / r.prefill_seconds : 0;
+  double tg = r.decode_seconds > 0 ? r.tokens.size() / r.decode_seconds : 0;
+  std::fprintf(stderr, "\n[prompt %d tokens (%d reused) %.1f tok/s | generated %zu tokens %.1f tok/s | stop: %s]\n",
+               r.prompt_tokens, r.reused_tokens, pp, r.tokens.size(), tg, stop_reason_name(r.stop));
+}
+
+int run(const RunOptions& o) {
+  std::string prompt = o.prompt;
+  if (!o.prompt_file.empty()) prompt = o.prompt_file == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {})
+                                                           : read_text_file(o.prompt_file);
+  LoadedModel m = o.model.load();
+  Session session(m.model, m.tokenizer, o.model.resolve_context(m.model->config()), o.model.resolve_threads());
+  std::vector<int32_t> input;
+  if (o.chat) {
+    ChatTemplate tmpl(m.chat_format);
+    std::vector<ChatMessage> msgs;
+    if (!o.system.empty()) msgs.push_back({"system", o.system});
+    msgs.push_back({"user", prompt});
+    ChatOptions co;
+    co.enable_thinking = !o.no_think;
+    if (m.tokenizer->vocab().add_bos && m.tokenizer->vocab().bos_id >= 0 && m.chat_format != ChatFormat::Llama3)
+      input.push_back(m.tokenizer->vocab().bos_id);
+    auto body = encode_pieces(*m.tokenizer, tmpl.render(msgs, co));
+    input.insert(input.end(), body.begin(), body.end());
+  } else {
+    EncodeOptions eo;
+    eo.add_bos = m.tokenizer->vocab().add_bos;
+    input = m.tokenizer->encode(prompt, eo);
+    std::fputs(prompt.c_str(), stdout);  // completion mode echoes the prompt
+  }
+  auto r = session.generate(input, o.flags.gen, [](std::string_view piece) {
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  });
+  std::fputs("\n", stdout);
+  if (!o.flags.quiet) print_stats(r);
+  return 0;
+}
+
+}  // namespace
+
+void add_run(CLI::App& app, int& rc) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* sub = app.add_subcommand("run", "Generate text from a prompt");
+  o->model.add_to(*sub);
+  o->flags.add_to(*sub);
+  sub->add_option("-p,--prompt", o->prompt, "Prompt text (default: \"Once upon a time\")");
+  sub->add_option("-f,--file", o->prompt_file, "Read the prompt from a file ('-' = stdin)");
+  sub->add_flag("--chat", o->chat, "Wrap the prompt in the model's chat template as a user message");
+  sub->add_option("--system", o->system, "System message (with --chat)");
+  sub->add_flag("--no-think", o->no_think, "Qwen3 chat: disable thinking");
+  sub->callback([o, &rc] { rc = run(*o); });
+}
+
+}  // namespace pocket::cli

@@ -1,0 +1,41 @@
+#include "generate/chat_session.h"
+
+#include "util/error.h"
+
+namespace pocket {
+
+ChatSession::ChatSession(Session& session, ChatTemplate tmpl, std::string system_prompt, bool enable_thinking)
+    : session_(session), tmpl_(tmpl), thinking_(enable_thinking) {
+  const Vocab& vocab = session_.tokenizer().vocab();
+  if (tmpl_.format() == ChatFormat::Llama3) {
+    append({{"<|begin_of_text|>", true}});
+  } else if (vocab.add_bos && vocab.bos_id >= 0) {
+    tokens_.push_back(vocab.bos_id);
+  }
+  if (!system_prompt.empty()) append(tmpl_.message({"system", std::move(system_prompt)}));
+}
+
+void ChatSession::append(const std::vector<ChatPiece>& pieces) {
+  auto ids = encode_pieces(session_.tokenizer(), pieces);
+  tokens_.insert(tokens_.end(), ids.begin(), ids.end());
+}
+
+GenerateResult ChatSession::send(const std::string& user_text, const GenerateOptions& opt,
+                                 const std::function<bool(std::string_view)>& on_text) {
+  size_t before = tokens_.size();
+  append(tmpl_.message({"user", user_text}));
+  append(tmpl_.generation_prompt(thinking_));
+  if (tokens_.size() == before) fail("the chat message is empty");
+  GenerateResult r;
+  try {
+    r = session_.generate(tokens_, opt, on_text);
+  } catch (...) {
+    tokens_.resize(before);  // leave the conversation as it was
+    throw;
+  }
+  tokens_.insert(tokens_.end(), r.tokens.begin(), r.tokens.end());
+  append(tmpl_.end_of_reply());
+  return r;
+}
+
+}  // namespace pocket

@@ -1,0 +1,78 @@
+#include "generate/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_set>
+
+#include "util/error.h"
+
+namespace pocket {
+
+void SamplerConfig::validate() const {
+  if (!(temperature >= 0.0f) || temperature > 100.0f) fail("temperature ", temperature, " must be in [0, 100]");
+  if (top_k < 0) fail("top-k ", top_k, " must be >= 0");
+  if (!(top_p > 0.0f && top_p <= 1.0f)) fail("top-p ", top_p, " must be in (0, 1]");
+  if (!(min_p >= 0.0f && min_p <= 1.0f)) fail("min-p ", min_p, " must be in [0, 1]");
+  if (!(repeat_penalty > 0.0f) || repeat_penalty > 100.0f) fail("repeat penalty ", repeat_penalty, " must be in (0, 100]");
+  if (repeat_last_n < 0) fail("repeat-last-n ", repeat_last_n, " must be >= 0");
+}
+
+Sampler::Sampler(const SamplerConfig& cfg) : cfg_(cfg), rng_(cfg.seed) { cfg_.validate(); }
+
+int32_t argmax(std::span<const float> logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
+  const int n = static_cast<int>(logits.size());
+  if (cfg_.repeat_penalty != 1.0f && cfg_.repeat_last_n > 0) {
+    size_t start = history.size() > static_cast<size_t>(cfg_.repeat_last_n) ? history.size() - cfg_.repeat_last_n : 0;
+    std::unordered_set<int32_t> seen(history.begin() + start, history.end());
+    for (int32_t t : seen) {
+      if (t < 0 || t >= n) continue;
+      float& l = logits[t];
+      l = l > 0 ? l / cfg_.repeat_penalty : l * cfg_.repeat_penalty;
+    }
+  }
+  if (cfg_.temperature == 0.0f) return argmax(logits);
+
+  // Candidates sorted by logit, cut by top-k, then softmax at temperature.
+  cand_.resize(n);
+  for (int i = 0; i < n; ++i) cand_[i] = {logits[i], i};
+  int k = cfg_.top_k > 0 ? std::min(cfg_.top_k, n) : n;
+  auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  std::partial_sort(cand_.begin(), cand_.begin() + k, cand_.end(), by_logit);
+  cand_.resize(k);
+  float max_l = cand_[0].first;
+  double sum = 0.0;
+  for (auto& c : cand_) sum += (c.first = std::exp((c.first - max_l) / cfg_.temperature));
+  for (auto& c : cand_) c.first = static_cast<float>(c.first / sum);
+
+  // min-p: drop tokens below min_p times the most likely one.
+  if (cfg_.min_p > 0.0f) {
+    float cut = cfg_.min_p * cand_[0].first;
+    size_t keep = 1;
+    while (keep < cand_.size() && cand_[keep].first >= cut) ++keep;
+    cand_.resize(keep);
+  }
+  // top-p: the smallest prefix whose mass reaches top_p.
+  if (cfg_.top_p < 1.0f) {
+    double mass = 0.0;
+    size_t keep = 0;
+    while (keep < cand_.size()) {
+      mass += cand_[keep++].first;
+      if (mass >= cfg_.top_p) break;
+    }
+    cand_.resize(keep);
+  }
+  double total = 0.0;
+  for (auto& c : cand_) total += c.first;
+  double r = std::uniform_real_distribution<double>(0.0, total)(rng_);
+  for (auto& c : cand_) {
+    r -= c.first;
+    if (r < 0) return c.second;
+  }
+  return cand_.back().second;
+}
+
+}  // namespace pocket

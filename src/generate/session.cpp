@@ -1,0 +1,114 @@
+#include "generate/session.h"
+
+#include "generate/text_stream.h"
+#include "util/error.h"
+
+namespace pocket {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+const char* stop_reason_name(GenerateResult::Stop s) {
+  switch (s) {
+    case GenerateResult::Stop::Eos:
+      return "eos";
+    case GenerateResult::Stop::StopString:
+      return "stop string";
+    case GenerateResult::Stop::MaxTokens:
+      return "max tokens";
+    case GenerateResult::Stop::ContextFull:
+      return "context full";
+    case GenerateResult::Stop::Callback:
+      return "stopped by caller";
+  }
+  return "?";
+}
+
+Session::Session(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer, int n_ctx,
+                 int n_threads)
+    : model_(std::move(model)), tok_(std::move(tokenizer)), pool_(n_threads), ctx_(model_->config(), n_ctx) {
+  if (tok_->vocab_size() > model_->config().vocab_size)
+    fail("the tokenizer has ", tok_->vocab_size(), " tokens but the model only ", model_->config().vocab_size);
+  logits_.resize(model_->config().vocab_size);
+}
+
+void Session::reset() {
+  ctx_.cache.clear();
+  cached_.clear();
+}
+
+std::span<float> Session::prefill(std::span<const int32_t> input) {
+  if (input.empty()) fail("the prompt is empty (no tokens)");
+  if (static_cast<int>(input.size()) > ctx_.cache.capacity())
+    fail("the prompt has ", input.size(), " tokens but the context holds ", ctx_.cache.capacity(),
+         " (raise the context size with -c or shorten the prompt)");
+  // Reuse the longest common prefix, but always run at least the last token
+  // so that its logits are fresh.
+  size_t common = 0;
+  while (common < cached_.size() && common < input.size() && cached_[common] == input[common]) ++common;
+  if (common == input.size()) --common;
+  ctx_.cache.truncate(static_cast<int>(common));
+  cached_.resize(common);
+  auto rest = input.subspan(common);
+  model_->forward(rest, ctx_, pool_, logits_.data());
+  cached_.insert(cached_.end(), rest.begin(), rest.end());
+  return logits_;
+}
+
+GenerateResult Session::generate(std::span<const int32_t> input, const GenerateOptions& opt,
+                                 const std::function<bool(std::string_view)>& on_text) {
+  if (opt.max_tokens < 0) fail("max tokens ", opt.max_tokens, " must be >= 0");
+  GenerateResult r;
+  r.prompt_tokens = static_cast<int>(input.size());
+  {
+    size_t common = 0;
+    while (common < cached_.size() && common < input.size() && cached_[common] == input[common]) ++common;
+    r.reused_tokens = static_cast<int>(std::min(common, input.size() > 0 ? input.size() - 1 : 0));
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  std::span<float> logits = prefill(input);
+  r.prefill_seconds = seconds_since(t0);
+
+  Sampler sampler(opt.sampling);
+  TextStream stream(*tok_, opt.stop_strings);
+  std::vector<int32_t> history(input.begin(), input.end());
+  auto emit = [&](const std::string& piece) {
+    if (piece.empty()) return true;
+    r.text += piece;
+    return on_text ? on_text(piece) : true;
+  };
+  t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < opt.max_tokens; ++i) {
+    int32_t next = sampler.sample(logits, history);
+    if (opt.stop_at_eos && tok_->is_eos(next)) {
+      r.stop = GenerateResult::Stop::Eos;
+      r.eos_token = next;
+      break;
+    }
+    r.tokens.push_back(next);
+    history.push_back(next);
+    if (!emit(stream.push(next))) {
+      r.stop = GenerateResult::Stop::Callback;
+      break;
+    }
+    if (stream.stopped()) {
+      r.stop = GenerateResult::Stop::StopString;
+      break;
+    }
+    if (i + 1 == opt.max_tokens) break;  // no need to run the last sampled token
+    if (ctx_.cache.size() >= ctx_.cache.capacity()) {
+      r.stop = GenerateResult::Stop::ContextFull;
+      break;
+    }
+    model_->forward(std::span<const int32_t>(&next, 1), ctx_, pool_, logits_.data());
+    cached_.push_back(next);
+  }
+  emit(stream.finish());
+  r.decode_seconds = seconds_since(t0);
+  return r;
+}
+
+}  // namespace pocket

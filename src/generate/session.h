@@ -1,0 +1,72 @@
+// A generation session: one model, one KV cache, the tokens that cache holds,
+// and the loop that feeds a prompt and samples a continuation.
+//
+// generate() takes the whole token sequence the model should see. The part
+// that matches what the cache already holds is reused; only the rest is
+// processed. Multi-turn chat therefore recomputes nothing of earlier turns.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "generate/sampler.h"
+#include "model/model.h"
+#include "runtime/thread_pool.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pocket {
+
+struct GenerateOptions {
+  int max_tokens = 256;
+  std::vector<std::string> stop_strings;
+  bool stop_at_eos = true;
+  SamplerConfig sampling;
+};
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;  // generated ids (without a final end-of-sequence id)
+  std::string text;             // their text, cut at a stop string
+  int prompt_tokens = 0;        // tokens in the input sequence
+  int reused_tokens = 0;        // of those, already in the cache
+  double prefill_seconds = 0, decode_seconds = 0;
+  enum class Stop { Eos, StopString, MaxTokens, ContextFull, Callback } stop = Stop::MaxTokens;
+  int32_t eos_token = -1;       // the end-of-sequence id that ended generation, if any
+};
+
+const char* stop_reason_name(GenerateResult::Stop s);
+
+class Session {
+ public:
+  Session(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer, int n_ctx, int n_threads);
+
+  // Streams text pieces to `on_text` (return false to stop early).
+  GenerateResult generate(std::span<const int32_t> input, const GenerateOptions& opt,
+                          const std::function<bool(std::string_view)>& on_text = {});
+
+  // Processes `input` (reusing the cached prefix) and returns the logits of
+  // its last token. Used by generate() and by evaluation.
+  std::span<float> prefill(std::span<const int32_t> input);
+
+  const std::vector<int32_t>& cached_tokens() const { return cached_; }
+  int context_size() const { return ctx_.cache.capacity(); }
+  void reset();
+
+  const Model& model() const { return *model_; }
+  const Tokenizer& tokenizer() const { return *tok_; }
+  ThreadPool& pool() { return pool_; }
+
+ private:
+  std::shared_ptr<const Model> model_;
+  std::shared_ptr<const Tokenizer> tok_;
+  ThreadPool pool_;
+  Context ctx_;
+  std::vector<int32_t> cached_;  // tokens whose keys/values are in ctx_.cache
+  std::vector<float> logits_;
+};
+
+}  // namespace pocket

@@ -1,0 +1,181 @@
+#include "model/model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/kernels.h"
+#include "runtime/thread_pool.h"
+#include "util/error.h"
+
+namespace pocket {
+
+namespace {
+
+// Small 1-D tensors (norm weights, biases) are converted to f32 once.
+std::vector<float> small_f32(const ModelFile& f, const std::string& name, int64_t expected) {
+  const TensorView& t = f.get(name);
+  if (t.numel() != expected) fail(f.path, ": tensor ", name, " has ", t.numel(), " elements, expected ", expected);
+  std::vector<float> out(static_cast<size_t>(expected));
+  TensorView row = t;  // a vector is dequantized as a 1 x n matrix
+  row.shape = {1, expected};
+  kernels::dequant_row(row, 0, out.data());
+  return out;
+}
+
+const TensorView* matrix(const ModelFile& f, const std::string& name, int64_t rows, int64_t cols) {
+  const TensorView& t = f.get(name);
+  if (t.shape.size() != 2 || t.shape[0] != rows || t.shape[1] != cols)
+    fail(f.path, ": tensor ", name, " has the wrong shape (expected ", rows, " x ", cols, ")");
+  return &t;
+}
+
+}  // namespace
+
+Context::Context(const ModelConfig& cfg, int n_ctx) : cache(cfg, n_ctx) {}
+
+Model::Model(std::shared_ptr<const ModelFile> file) : file_(std::move(file)), cfg_(file_->config) {
+  const ModelFile& f = *file_;
+  const ModelConfig& c = cfg_;
+  embedding_ = matrix(f, "token_embd.weight", c.vocab_size, c.dim);
+  output_ = c.tied_embeddings ? embedding_ : matrix(f, "output.weight", c.vocab_size, c.dim);
+  output_norm_ = small_f32(f, "output_norm.weight", c.dim);
+  for (int l = 0; l < c.n_layers; ++l) {
+    std::string p = "blk." + std::to_string(l) + ".";
+    Layer L;
+    L.wq = matrix(f, p + "attn_q.weight", c.q_dim(), c.dim);
+    L.wk = matrix(f, p + "attn_k.weight", c.kv_dim(), c.dim);
+    L.wv = matrix(f, p + "attn_v.weight", c.kv_dim(), c.dim);
+    L.wo = matrix(f, p + "attn_output.weight", c.dim, c.q_dim());
+    L.w_gate = matrix(f, p + "ffn_gate.weight", c.hidden_dim, c.dim);
+    L.w_up = matrix(f, p + "ffn_up.weight", c.hidden_dim, c.dim);
+    L.w_down = matrix(f, p + "ffn_down.weight", c.dim, c.hidden_dim);
+    L.attn_norm = small_f32(f, p + "attn_norm.weight", c.dim);
+    L.ffn_norm = small_f32(f, p + "ffn_norm.weight", c.dim);
+    if (c.qkv_bias) {
+      L.bq = small_f32(f, p + "attn_q.bias", c.q_dim());
+      L.bk = small_f32(f, p + "attn_k.bias", c.kv_dim());
+      L.bv = small_f32(f, p + "attn_v.bias", c.kv_dim());
+    }
+    if (c.qk_norm) {
+      L.q_norm = small_f32(f, p + "attn_q_norm.weight", c.head_dim);
+      L.k_norm = small_f32(f, p + "attn_k_norm.weight", c.head_dim);
+    }
+    layers_.push_back(std::move(L));
+  }
+  inv_freq_.resize(c.head_dim / 2);
+  for (int i = 0; i < c.head_dim / 2; ++i)
+    inv_freq_[i] = static_cast<float>(std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.head_dim));
+}
+
+void Model::forward(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, float* logits,
+                    bool all_logits) const {
+  if (tokens.empty()) fail("forward: no tokens to process");
+  const int n_total = static_cast<int>(tokens.size());
+  if (ctx.cache.size() + n_total > ctx.cache.capacity())
+    fail("the input needs ", ctx.cache.size() + n_total, " tokens of context but the context holds ",
+         ctx.cache.capacity(), " (raise the context size or shorten the prompt)");
+  for (int32_t t : tokens)
+    if (t < 0 || t >= cfg_.vocab_size) fail("token id ", t, " is outside the vocabulary (", cfg_.vocab_size, ")");
+  for (int done = 0; done < n_total; done += kMaxBatch) {
+    int n = std::min(kMaxBatch, n_total - done);
+    bool last = done + n == n_total;
+    float* out = all_logits ? logits + static_cast<size_t>(done) * cfg_.vocab_size : (last ? logits : nullptr);
+    forward_batch(tokens.subspan(done, n), ctx, pool, out, all_logits);
+  }
+}
+
+void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, float* logits,
+                          bool all_logits) const {
+  const ModelConfig& c = cfg_;
+  const int n = static_cast<int>(tokens.size());
+  const int pos0 = ctx.cache.size();
+  const int dim = c.dim, hd = c.head_dim, q_dim = c.q_dim(), kv_dim = c.kv_dim();
+  if (ctx.batch_capacity < n) {
+    size_t N = static_cast<size_t>(n);
+    ctx.x.resize(N * dim);
+    ctx.xn.resize(N * std::max(dim, q_dim));
+    ctx.q.resize(N * q_dim);
+    ctx.k.resize(N * kv_dim);
+    ctx.v.resize(N * kv_dim);
+    ctx.attn.resize(N * q_dim);
+    ctx.gate.resize(N * c.hidden_dim);
+    ctx.up.resize(N * c.hidden_dim);
+    ctx.batch_capacity = n;
+  }
+  float *x = ctx.x.data(), *xn = ctx.xn.data(), *q = ctx.q.data(), *k = ctx.k.data(), *v = ctx.v.data();
+  float *attn = ctx.attn.data(), *gate = ctx.gate.data(), *up = ctx.up.data();
+
+  for (int i = 0; i < n; ++i) kernels::dequant_row(*embedding_, tokens[i], x + static_cast<size_t>(i) * dim);
+
+  for (int l = 0; l < c.n_layers; ++l) {
+    const Layer& L = layers_[l];
+    // --- attention block ---
+    for (int i = 0; i < n; ++i) kernels::rmsnorm(xn + i * dim, x + i * dim, L.attn_norm.data(), dim, c.norm_eps);
+    kernels::matmul(*L.wq, xn, n, q, &pool);
+    kernels::matmul(*L.wk, xn, n, k, &pool);
+    kernels::matmul(*L.wv, xn, n, v, &pool);
+    for (int i = 0; i < n; ++i) {
+      float* qi = q + static_cast<size_t>(i) * q_dim;
+      float* ki = k + static_cast<size_t>(i) * kv_dim;
+      float* vi = v + static_cast<size_t>(i) * kv_dim;
+      if (c.qkv_bias) {
+        for (int j = 0; j < q_dim; ++j) qi[j] += L.bq[j];
+        for (int j = 0; j < kv_dim; ++j) ki[j] += L.bk[j], vi[j] += L.bv[j];
+      }
+      if (c.qk_norm) {
+        for (int h = 0; h < c.n_heads; ++h) kernels::rmsnorm(qi + h * hd, qi + h * hd, L.q_norm.data(), hd, c.norm_eps);
+        for (int h = 0; h < c.n_kv_heads; ++h)
+          kernels::rmsnorm(ki + h * hd, ki + h * hd, L.k_norm.data(), hd, c.norm_eps);
+      }
+      kernels::rope(qi, c.n_heads, hd, pos0 + i, c.rope_style, inv_freq_.data());
+      kernels::rope(ki, c.n_kv_heads, hd, pos0 + i, c.rope_style, inv_freq_.data());
+      kernels::f32_to_f16_row(ki, ctx.cache.k(l, pos0 + i), kv_dim);
+      kernels::f32_to_f16_row(vi, ctx.cache.v(l, pos0 + i), kv_dim);
+    }
+    attention(l, n, pos0, ctx, pool);
+    kernels::matmul(*L.wo, attn, n, xn, &pool);
+    for (size_t j = 0; j < static_cast<size_t>(n) * dim; ++j) x[j] += xn[j];
+
+    // --- feed-forward block ---
+    for (int i = 0; i < n; ++i) kernels::rmsnorm(xn + i * dim, x + i * dim, L.ffn_norm.data(), dim, c.norm_eps);
+    kernels::matmul(*L.w_gate, xn, n, gate, &pool);
+    kernels::matmul(*L.w_up, xn, n, up, &pool);
+    kernels::swiglu(gate, up, n * c.hidden_dim);
+    kernels::matmul(*L.w_down, gate, n, xn, &pool);
+    for (size_t j = 0; j < static_cast<size_t>(n) * dim; ++j) x[j] += xn[j];
+  }
+  ctx.cache.set_size(pos0 + n);
+
+  if (logits == nullptr) return;
+  // The output head runs only for the rows whose logits are wanted.
+  int first = all_logits ? 0 : n - 1;
+  int rows = n - first;
+  for (int i = first; i < n; ++i)
+    kernels::rmsnorm(xn + (i - first) * dim, x + i * dim, output_norm_.data(), dim, c.norm_eps);
+  kernels::matmul(*output_, xn, rows, logits, &pool);
+}
+
+void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool) const {
+  const ModelConfig& c = cfg_;
+  const int hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int n_ctx_max = pos0 + n;
+  size_t per_thread = static_cast<size_t>(n_ctx_max);
+  if (ctx.scores.size() < per_thread * pool.size()) ctx.scores.resize(per_thread * pool.size());
+  const uint16_t* kbase = ctx.cache.k(layer, 0);
+  const uint16_t* vbase = ctx.cache.v(layer, 0);
+  // One task per (token, head); token i sees positions [0, pos0 + i].
+  pool.parallel_for(static_cast<int64_t>(n) * c.n_heads, [&](int64_t begin, int64_t end, int thread) {
+    float* scratch = ctx.scores.data() + per_thread * thread;
+    for (int64_t task = begin; task < end; ++task) {
+      int i = static_cast<int>(task / c.n_heads), h = static_cast<int>(task % c.n_heads);
+      int kvh = h / group;
+      const float* qh = ctx.q.data() + static_cast<size_t>(i) * c.q_dim() + h * hd;
+      float* out = ctx.attn.data() + static_cast<size_t>(i) * c.q_dim() + h * hd;
+      kernels::attention(qh, kbase + kvh * hd, vbase + kvh * hd, pos0 + i + 1, hd, ctx.cache.row_stride(), scale,
+                         scratch, out);
+    }
+  });
+}
+
+}  // namespace pocket

@@ -1,0 +1,60 @@
+// The fast forward pass: weights used in place from the mapped file, batched
+// prompt processing (prefill) and one-token decode through the dispatched
+// kernels, fp16 KV cache. Tested against ReferenceModel.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "formats/model_file.h"
+#include "model/kv_cache.h"
+
+namespace pocket {
+
+class ThreadPool;
+
+// Per-sequence state: the KV cache plus scratch buffers sized for one batch.
+struct Context {
+  Context(const ModelConfig& cfg, int n_ctx);
+  KVCache cache;
+  std::vector<float> x, xn, q, k, v, attn, gate, up, scores;
+  int batch_capacity = 0;
+};
+
+class Model {
+ public:
+  explicit Model(std::shared_ptr<const ModelFile> file);
+
+  const ModelConfig& config() const { return cfg_; }
+  const ModelFile& file() const { return *file_; }
+
+  // Largest number of tokens processed in one batch; longer inputs are split.
+  static constexpr int kMaxBatch = 128;
+
+  // Runs `tokens` at positions ctx.cache.size() ... and appends them to the
+  // cache. Writes logits for the last token into `logits` (vocab_size
+  // floats), or for every token (tokens.size() x vocab_size) when
+  // `all_logits` is set (evaluation, speculative verification).
+  void forward(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, float* logits,
+               bool all_logits = false) const;
+
+ private:
+  struct Layer {
+    const TensorView *wq, *wk, *wv, *wo, *w_gate, *w_up, *w_down;
+    std::vector<float> attn_norm, ffn_norm, bq, bk, bv, q_norm, k_norm;
+  };
+  void forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, float* logits,
+                     bool all_logits) const;
+  void attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool) const;
+
+  std::shared_ptr<const ModelFile> file_;
+  ModelConfig cfg_;
+  const TensorView* embedding_;
+  const TensorView* output_;  // the embedding when tied
+  std::vector<float> output_norm_;
+  std::vector<float> inv_freq_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace pocket

@@ -1,0 +1,28 @@
+// Opens a model file of any supported format and builds everything needed
+// to run it: the fast Model, the Tokenizer and the chat template family.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "formats/model_file.h"
+#include "generate/chat.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pocket {
+
+struct LoadedModel {
+  std::shared_ptr<const ModelFile> file;
+  std::shared_ptr<const Model> model;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  ChatFormat chat_format = ChatFormat::Raw;
+  bool chat_template_recognised = true;
+};
+
+LoadedModel load_model(const std::string& path, const OpenOptions& opts = {});
+
+// The model `pocket run` uses without -m: $POCKET_MODEL, else the
+// stories260K model in the shared folder the build was configured with.
+std::string default_model_path(const std::string& shared_dir);
+
+}  // namespace pocket

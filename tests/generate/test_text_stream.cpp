@@ -1,0 +1,73 @@
+#include <gtest/gtest.h>
+
+#include "common/test_util.h"
+#include "generate/text_stream.h"
+#include "tokenizer/hf_json.h"
+
+namespace pocket {
+namespace {
+
+std::shared_ptr<const Tokenizer> qwen3() {
+  static auto tok = [] {
+    std::string dir = test::qwen3_tokenizer_dir();
+    return Tokenizer::create(vocab_from_hf_json(dir + "/tokenizer.json", dir + "/tokenizer_config.json", nullptr));
+  }();
+  return tok;
+}
+
+bool valid_utf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = s[i];
+    int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (int k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    i += n;
+  }
+  return true;
+}
+
+TEST(TextStream, EmitsOnlyCompleteUtf8AndEverything) {
+  const std::string text = "小模型在手机里运行 🙂👩‍👩‍👧 ok 龘";
+  auto ids = qwen3()->encode(text);
+  TextStream s(*qwen3(), {});
+  std::string all;
+  for (int32_t id : ids) {
+    std::string piece = s.push(id);
+    EXPECT_TRUE(valid_utf8(piece)) << piece;
+    all += piece;
+  }
+  all += s.finish();
+  EXPECT_EQ(all, text);
+}
+
+TEST(TextStream, CutsAtStopStringsSplitAcrossTokens) {
+  const std::string text = "The answer is 42.\nUser: next question";
+  auto ids = qwen3()->encode(text);
+  TextStream s(*qwen3(), {"\nUser:", "never"});
+  std::string all;
+  size_t used = 0;
+  for (int32_t id : ids) {
+    all += s.push(id);
+    ++used;
+    if (s.stopped()) break;
+  }
+  all += s.finish();
+  EXPECT_TRUE(s.stopped());
+  EXPECT_EQ(all, "The answer is 42.");
+  EXPECT_LT(used, ids.size());
+}
+
+TEST(TextStream, HeldBackPrefixIsReleasedWhenItIsNotAStop) {
+  auto ids = qwen3()->encode("a <b> c");
+  TextStream s(*qwen3(), {"<b>x"});
+  std::string all;
+  for (int32_t id : ids) all += s.push(id);
+  all += s.finish();
+  EXPECT_FALSE(s.stopped());
+  EXPECT_EQ(all, "a <b> c");
+}
+
+}  // namespace
+}  // namespace pocket
