@@ -125,16 +125,6 @@ bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 }  // namespace
 
-uint64_t gguf_tensor_nbytes(DType type, const std::vector<int64_t>& shape, int group, const std::string& what) {
-  if (type != DType::PQ4 && type != DType::PQ8) return tensor_nbytes(type, shape, group, what);
-  uint64_t row_bytes = tensor_nbytes(type, {shape.back()}, group, what);  // also checks every dim is positive
-  for (auto d : shape)
-    if (d <= 0) fail(what, ": dimension ", d, " is not positive");
-  uint64_t rows = 1;
-  for (size_t i = 0; i + 1 < shape.size(); ++i) rows = checked_mul(rows, static_cast<uint64_t>(shape[i]), what);
-  return checked_mul(checked_align_up(rows, pq::kTileRows, what), row_bytes, what);
-}
-
 std::optional<DType> dtype_from_gguf(uint32_t type_id) {
   switch (type_id) {
     case gguf_tensor_type::F32: return DType::F32;
@@ -231,7 +221,7 @@ GgufFile GgufFile::parse(std::shared_ptr<const MappedFile> file) {
     t.offset = r.u64("offset of tensor '" + t.name + "'");
     if (t.offset % g.alignment_ != 0)
       fail(what, ": data offset ", t.offset, " is not a multiple of the alignment ", g.alignment_);
-    t.nbytes = gguf_tensor_nbytes(t.type, t.shape, g.pq_group_, what);
+    t.nbytes = tensor_nbytes(t.type, t.shape, g.pq_group_, what);
     if (!seen.insert(t.name).second) fail(what, ": duplicate tensor name");
     g.tensors_.push_back(std::move(t));
   }

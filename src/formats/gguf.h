@@ -48,10 +48,6 @@ std::optional<DType> dtype_from_gguf(uint32_t type_id);
 uint32_t gguf_type_id(DType t);
 std::string_view gguf_type_name(GgufType t);
 
-// Bytes a tensor occupies in a GGUF/Pocket file: rows x row bytes, with the
-// row count of PQ types padded to whole tiles (see quant/pq_format.h).
-// Overflow-checked; `what` names the tensor in errors.
-uint64_t gguf_tensor_nbytes(DType type, const std::vector<int64_t>& shape, int group, const std::string& what);
 
 // One metadata value. Strings and scalar arrays point into the mapping.
 struct GgufValue {

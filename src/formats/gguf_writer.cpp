@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 
+#include "core/tensor.h"
 #include "util/checked.h"
 #include "util/error.h"
 
@@ -131,7 +132,7 @@ void GgufWriter::add(Tensor t) {
 
 void GgufWriter::add_tensor(const std::string& name, DType type, std::vector<int64_t> shape, const void* data,
                             uint64_t nbytes, int group) {
-  uint64_t expect = gguf_tensor_nbytes(type, shape, group, "GGUF writer: tensor '" + name + "'");
+  uint64_t expect = tensor_nbytes(type, shape, group, "GGUF writer: tensor '" + name + "'");
   if (nbytes != expect)
     fail("GGUF writer: tensor '", name, "' given ", nbytes, " bytes, its type and shape need ", expect);
   add({name, type, std::move(shape), nbytes, group, data, nullptr});
@@ -139,7 +140,7 @@ void GgufWriter::add_tensor(const std::string& name, DType type, std::vector<int
 
 void GgufWriter::add_tensor(const std::string& name, DType type, std::vector<int64_t> shape, Producer produce,
                             int group) {
-  uint64_t nbytes = gguf_tensor_nbytes(type, shape, group, "GGUF writer: tensor '" + name + "'");
+  uint64_t nbytes = tensor_nbytes(type, shape, group, "GGUF writer: tensor '" + name + "'");
   add({name, type, std::move(shape), nbytes, group, nullptr, std::move(produce)});
 }
 
