@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "kernels/kernels.h"
 #include "kernels/table.h"
@@ -113,6 +114,9 @@ TEST(Matmul, RejectsTruncatedWeights) {
 }
 
 TEST(Isa, ActiveIsaIsSupported) {
+  std::string levels;
+  for (Isa i : supported_isas()) levels += std::string(" ") + isa_name(i);
+  std::printf("supported ISA levels:%s; active: %s\n", levels.c_str(), active_isa());
   bool found = false;
   for (Isa i : supported_isas()) found |= std::string(isa_name(i)) == active_isa();
   EXPECT_TRUE(found) << active_isa();

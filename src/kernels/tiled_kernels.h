@@ -1,0 +1,106 @@
+// ISA-independent kernel templates over 16-lane vector traits (x86_vec.h,
+// arm_vec.h): token tiling and the PQ4/PQ8 tile kernel. Unnamed namespace:
+// each ISA translation unit instantiates its own copy with its own flags.
+//
+// Integer kernels take activations quantized to int8 blocks of 32
+// (act_quant.h) and compute y = sum_b d_x[b] * (integer dot of block b) with
+// the weight scales applied per group; tokens are processed in tiles of up
+// to kTokTile so each weight chunk is loaded and unpacked once per tile.
+#pragma once
+#include <algorithm>
+
+#include "kernels/table.h"
+#include "quant/pq_format.h"
+
+namespace pocket::kernels {
+namespace {
+
+constexpr int kTokTile = 4;
+
+// Calls body.template operator()<T>(t0) for token tiles covering [0, n).
+template <class Body>
+void for_token_tiles(int n, Body&& body) {
+  int t0 = 0;
+  for (; t0 + kTokTile <= n; t0 += kTokTile) body.template operator()<kTokTile>(t0);
+  switch (n - t0) {
+    case 3: body.template operator()<3>(t0); break;
+    case 2: body.template operator()<2>(t0); break;
+    case 1: body.template operator()<1>(t0); break;
+    default: break;
+  }
+}
+
+// ---- PQ4 / PQ8: 16-row tiles, one lane per row (quant/pq_format.h) -------
+template <class V, bool Q4, int T>
+void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0) {
+  const ActBlocks& a = *job.xq;
+  const int g = job.group;
+  const int64_t groups = pq::groups_per_row(job.cols, g);
+  const int64_t gbytes = pq::group_block_bytes(job.type, g);
+  const int hdr = static_cast<int>(pq::header_bytes(job.type));
+  typename V::F acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = V::zero_f();
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    const uint8_t* blk = tile + gi * gbytes;
+    const uint8_t* data = blk + hdr;
+    typename V::F gacc[T];
+    float xsum[T];  // sum of the group's dequantized activations
+    for (int t = 0; t < T; ++t) gacc[t] = V::zero_f(), xsum[t] = 0.0f;
+    for (int sub = 0; sub < g / kActBlock; ++sub) {
+      const int64_t b = gi * (g / kActBlock) + sub;
+      const int64_t k0 = b * kActBlock;
+      typename V::I iacc[T];
+      for (int t = 0; t < T; ++t) iacc[t] = V::zero_i();
+      if constexpr (Q4) {
+        for (int c = 0; c < 4; ++c) {  // 4 chunks x 8 columns
+          typename V::I wv = V::load(data + (sub * 4 + c) * 64);
+          typename V::I lo = V::low_nibbles(wv), hi = V::high_nibbles(wv);
+          for (int t = 0; t < T; ++t) {
+            const int8_t* x = a.row(t0 + t) + k0 + c * 8;
+            iacc[t] = V::dot_u8s8(iacc[t], lo, V::bcast4(x));
+            iacc[t] = V::dot_u8s8(iacc[t], hi, V::bcast4(x + 4));
+          }
+        }
+      } else {
+        for (int c = 0; c < 8; ++c) {  // 8 chunks x 4 columns
+          typename V::I wv = V::load(data + (sub * 8 + c) * 64);
+          for (int t = 0; t < T; ++t) iacc[t] = V::dot_s8s8(iacc[t], wv, V::bcast4(a.row(t0 + t) + k0 + c * 4));
+        }
+      }
+      for (int t = 0; t < T; ++t) {
+        gacc[t] = V::fma(V::to_f(iacc[t]), V::set1(a.scales(t0 + t)[b]), gacc[t]);
+        xsum[t] += a.sums(t0 + t)[b];
+      }
+    }
+    const typename V::F s = V::load_f16(blk);
+    if constexpr (Q4) {
+      const typename V::F m = V::load_f16(blk + 32);
+      for (int t = 0; t < T; ++t) acc[t] = V::fma(m, V::set1(xsum[t]), V::fma(gacc[t], s, acc[t]));
+    } else {
+      // dot_s8s8 may have computed sum((q + bias) * x): remove bias * sum(x).
+      for (int t = 0; t < T; ++t) {
+        typename V::F g_corr = V::fma(V::set1(-static_cast<float>(V::kS8Bias)), V::set1(xsum[t]), gacc[t]);
+        acc[t] = V::fma(g_corr, s, acc[t]);
+      }
+    }
+  }
+  const int64_t rows = job.rows;
+  const int valid = static_cast<int>(std::min<int64_t>(pq::kTileRows, rows - row0));
+  for (int t = 0; t < T; ++t) {
+    float out[pq::kTileRows];
+    V::store(out, acc[t]);
+    std::copy(out, out + valid, job.y + static_cast<int64_t>(t0 + t) * rows + row0);
+  }
+}
+
+template <class V, bool Q4>
+void matmul_pq(const MatmulJob& job, int64_t r0, int64_t r1) {
+  const int64_t tbytes = pq::tile_bytes(job.type, job.cols, job.group);
+  for (int64_t row0 = r0 / pq::kTileRows * pq::kTileRows; row0 < r1; row0 += pq::kTileRows) {
+    const uint8_t* tile = job.w + (row0 / pq::kTileRows) * tbytes;
+    for_token_tiles(job.n, [&]<int T>(int t0) { pq_tile<V, Q4, T>(job, tile, row0, t0); });
+  }
+}
+
+}  // namespace
+}  // namespace pocket::kernels
