@@ -39,6 +39,7 @@ Vocab vocab_from_llama2c_bytes(const uint8_t* data, size_t size, int vocab_size,
   // vocabulary was trained with byte fallback.
   if (vocab_size > 0) v.unk_id = 0;
   if (vocab_size > 1) v.bos_id = 1;
+  v.add_bos = v.bos_id >= 0;  // llama2.c always starts a sequence with BOS
   if (vocab_size > 2) v.eos_id = 2;
   if (v.eos_id >= 0) v.eos_ids = {v.eos_id};
   for (int i = 0; i < vocab_size && i < 3; ++i) v.types[i] = i == 0 ? TokenType::Unknown : TokenType::Control;
