@@ -1,13 +1,269 @@
 #include "tokenizer/hf_json.h"
 
+#include <nlohmann/json.hpp>
+
+#include "tokenizer/pretokenizer.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 
 namespace pocket {
+namespace {
+
+using json = nlohmann::json;
+
+// Typed access that names the file and field on failure.
+class Doc {
+ public:
+  Doc(const std::string& text, std::string source) : source_(std::move(source)) {
+    try {
+      root_ = json::parse(text);
+    } catch (const json::exception& e) {
+      fail(source_, ": invalid JSON: ", e.what());
+    }
+    if (!root_.is_object()) fail(source_, ": top level is not an object");
+  }
+  const json& root() const { return root_; }
+  const std::string& source() const { return source_; }
+  [[noreturn]] void error(const std::string& field, const std::string& problem) const {
+    fail(source_, ": ", field, ": ", problem);
+  }
+  const json& object(const json& parent, const char* key, const std::string& field) const {
+    auto it = parent.find(key);
+    if (it == parent.end() || !it->is_object()) error(field, "missing or not an object");
+    return *it;
+  }
+  std::string string(const json& j, const std::string& field) const {
+    if (!j.is_string()) error(field, "not a string");
+    return j.get<std::string>();
+  }
+  bool boolean(const json& parent, const char* key, bool fallback, const std::string& field) const {
+    auto it = parent.find(key);
+    if (it == parent.end() || it->is_null()) return fallback;
+    if (!it->is_boolean()) error(field + "." + key, "not a boolean");
+    return it->get<bool>();
+  }
+  std::string type_of(const json& j, const std::string& field) const {
+    auto it = j.find("type");
+    if (it == j.end()) error(field, "has no \"type\"");
+    return string(*it, field + ".type");
+  }
+
+ private:
+  std::string source_;
+  json root_;
+};
+
+bool parse_normalizer(const Doc& d, const json& n, const std::string& field) {
+  if (n.is_null()) return false;
+  if (!n.is_object()) d.error(field, "not an object");
+  const std::string type = d.type_of(n, field);
+  if (type == "NFC") return true;
+  if (type == "Sequence") {
+    auto it = n.find("normalizers");
+    if (it == n.end() || !it->is_array()) d.error(field + ".normalizers", "missing or not an array");
+    bool nfc = false;
+    for (size_t i = 0; i < it->size(); ++i) nfc |= parse_normalizer(d, (*it)[i], field + ".normalizers[" + std::to_string(i) + "]");
+    return nfc;
+  }
+  d.error(field, "unsupported normalizer \"" + type + "\" (Pocket supports NFC, a Sequence of NFC, or null)");
+}
+
+void parse_pre_tokenizer(const Doc& d, const json& p, Vocab& v) {
+  const std::string field = "pre_tokenizer";
+  if (!p.is_object()) d.error(field, "missing or not an object (Pocket needs a byte-level pre-tokenizer)");
+  const std::string type = d.type_of(p, field);
+  auto byte_level = [&](const json& b, const std::string& f, bool standalone) {
+    if (d.type_of(b, f) != "ByteLevel") d.error(f, "unsupported pre-tokenizer \"" + d.type_of(b, f) + "\"");
+    const bool use_regex = d.boolean(b, "use_regex", true, f);
+    const bool prefix = d.boolean(b, "add_prefix_space", true, f);
+    if (standalone) {
+      v.pre = use_regex ? PreTokenizer::GPT2 : PreTokenizer::None;
+      v.add_space_prefix = prefix;
+    } else if (use_regex || prefix) {
+      d.error(f, "ByteLevel after a Split must have use_regex and add_prefix_space false");
+    }
+  };
+  if (type == "ByteLevel") return byte_level(p, field, true);
+  if (type != "Sequence") d.error(field, "unsupported pre-tokenizer \"" + type + "\"");
+  auto it = p.find("pretokenizers");
+  if (it == p.end() || !it->is_array() || it->size() != 2)
+    d.error(field, "unsupported pre-tokenizer Sequence (Pocket supports [Split(Regex), ByteLevel])");
+  const json& split = (*it)[0];
+  const std::string sf = field + ".pretokenizers[0]";
+  if (d.type_of(split, sf) != "Split") d.error(sf, "unsupported pre-tokenizer \"" + d.type_of(split, sf) + "\"");
+  auto pat = split.find("pattern");
+  if (pat == split.end() || !pat->is_object() || !pat->contains("Regex"))
+    d.error(sf + ".pattern", "missing or not a {\"Regex\": ...} object");
+  const std::string regex = d.string((*pat)["Regex"], sf + ".pattern.Regex");
+  auto kind = pretokenizer_from_regex(regex);
+  if (!kind) d.error(sf + ".pattern.Regex", "unsupported pre-tokenizer regex: " + regex);
+  auto behavior = split.find("behavior");
+  if (behavior == split.end() || d.string(*behavior, sf + ".behavior") != "Isolated" ||
+      d.boolean(split, "invert", false, sf))
+    d.error(sf, "unsupported Split (Pocket supports behavior Isolated, invert false)");
+  v.pre = *kind;
+  byte_level((*it)[1], field + ".pretokenizers[1]", false);
+}
+
+void parse_decoder(const Doc& d, const json& dec) {
+  if (dec.is_null()) return;
+  if (!dec.is_object()) d.error("decoder", "not an object");
+  const std::string type = d.type_of(dec, "decoder");
+  if (type != "ByteLevel") d.error("decoder", "unsupported decoder \"" + type + "\" (Pocket supports ByteLevel)");
+}
+
+// A token named in tokenizer_config.json: a string or an AddedToken object.
+std::optional<std::string> config_token(const Doc& d, const json& cfg, const char* key) {
+  auto it = cfg.find(key);
+  if (it == cfg.end() || it->is_null()) return std::nullopt;
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_object() && it->contains("content")) return d.string((*it)["content"], std::string(key) + ".content");
+  d.error(key, "neither a string nor an object with \"content\"");
+}
+
+int32_t find_token(const Vocab& v, const std::string& text) {
+  for (size_t i = v.tokens.size(); i-- > 0;)  // added tokens sit at the end
+    if (v.tokens[i] == text) return static_cast<int32_t>(i);
+  return -1;
+}
+
+void apply_config(const Doc& d, Vocab& v, std::string* chat_template) {
+  const json& cfg = d.root();
+  auto id_of = [&](const char* key) {
+    auto text = config_token(d, cfg, key);
+    if (!text) return -1;
+    const int32_t id = find_token(v, *text);
+    if (id < 0) d.error(key, "token \"" + *text + "\" is not in the vocabulary");
+    return id;
+  };
+  v.bos_id = id_of("bos_token");
+  v.eos_id = id_of("eos_token");
+  v.pad_id = id_of("pad_token");
+  if (int32_t unk = id_of("unk_token"); unk >= 0) v.unk_id = unk;
+  v.add_bos = d.boolean(cfg, "add_bos_token", false, "tokenizer_config") && v.bos_id >= 0;
+  if (chat_template) {
+    auto it = cfg.find("chat_template");
+    if (it != cfg.end() && it->is_string()) {
+      *chat_template = it->get<std::string>();
+    } else if (it != cfg.end() && it->is_array()) {  // [{"name": ..., "template": ...}]
+      for (const auto& t : *it)
+        if (t.is_object() && t.value("name", "") == "default" && t.contains("template"))
+          *chat_template = d.string(t["template"], "chat_template.template");
+    }
+  }
+}
+
+}  // namespace
 
 Vocab vocab_from_hf_json_text(const std::string& tokenizer_json, const std::string& tokenizer_config,
                               const std::string& source, std::string* chat_template) {
-  fail(source, ": tokenizer.json loading is not implemented yet");
+  if (chat_template) chat_template->clear();
+  const Doc d(tokenizer_json, source);
+  const json& root = d.root();
+  const json& model = d.object(root, "model", "model");
+  const std::string type = model.contains("type") ? d.type_of(model, "model") : "BPE";
+  if (type != "BPE") d.error("model.type", "unsupported model type \"" + type + "\" (Pocket supports BPE)");
+  if (d.boolean(model, "byte_fallback", false, "model"))
+    d.error("model.byte_fallback", "SentencePiece-style tokenizer.json is not supported; use GGUF or tokenizer.bin");
+  for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    auto it = model.find(k);
+    if (it != model.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty()))
+      d.error(std::string("model.") + k, "unsupported (must be empty)");
+  }
+  if (auto it = model.find("dropout"); it != model.end() && !it->is_null() && !(it->is_number() && it->get<double>() == 0))
+    d.error("model.dropout", "unsupported (must be null)");
+
+  Vocab v;
+  v.kind = TokenizerKind::ByteLevelBPE;
+  v.ignore_merges = d.boolean(model, "ignore_merges", false, "model");
+  const json& vocab = d.object(model, "vocab", "model.vocab");
+  auto added = root.find("added_tokens");
+  if (added != root.end() && !added->is_null() && !added->is_array()) d.error("added_tokens", "not an array");
+  const size_t n_added = added != root.end() && added->is_array() ? added->size() : 0;
+  // Ids must be dense-ish: bound them by the entry count before allocating.
+  const size_t max_entries = vocab.size() + n_added;
+  auto check_id = [&](const json& j, const std::string& field) {
+    if (!j.is_number_integer()) d.error(field, "id is not an integer");
+    const int64_t id = j.get<int64_t>();
+    if (id < 0 || static_cast<uint64_t>(id) >= 2 * max_entries + 1024)
+      d.error(field, "id " + std::to_string(id) + " is out of range for " + std::to_string(max_entries) + " entries");
+    return static_cast<size_t>(id);
+  };
+  std::vector<std::pair<std::string, size_t>> entries;
+  entries.reserve(vocab.size());
+  size_t n = 0;
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    const size_t id = check_id(it.value(), "model.vocab[\"" + it.key() + "\"]");
+    entries.emplace_back(it.key(), id);
+    n = std::max(n, id + 1);
+  }
+  if (n_added)
+    for (size_t i = 0; i < n_added; ++i) {
+      const json& a = (*added)[i];
+      if (!a.is_object() || !a.contains("id")) d.error("added_tokens[" + std::to_string(i) + "]", "not an object with an id");
+      n = std::max(n, check_id(a["id"], "added_tokens[" + std::to_string(i) + "].id") + 1);
+    }
+  v.tokens.assign(n, std::string());
+  v.types.assign(n, TokenType::Unused);
+  for (auto& [piece, id] : entries) {
+    if (v.types[id] != TokenType::Unused) d.error("model.vocab", "id " + std::to_string(id) + " is used twice");
+    v.tokens[id] = std::move(piece);
+    v.types[id] = TokenType::Normal;
+  }
+  for (size_t i = 0; i < n_added; ++i) {
+    const json& a = (*added)[i];
+    const std::string f = "added_tokens[" + std::to_string(i) + "]";
+    const size_t id = a["id"].get<size_t>();
+    if (!a.contains("content")) d.error(f, "has no content");
+    const std::string content = d.string(a["content"], f + ".content");
+    if (content.empty()) d.error(f, "content is empty");
+    for (const char* k : {"lstrip", "rstrip", "single_word"})
+      if (d.boolean(a, k, false, f)) d.error(f, std::string(k) + " = true is not supported");
+    if (v.types[id] == TokenType::Normal && v.tokens[id] != content)
+      d.error(f, "id " + std::to_string(id) + " is already the vocab token \"" + v.tokens[id] + "\"");
+    v.tokens[id] = content;
+    v.types[id] = d.boolean(a, "special", false, f) ? TokenType::Control : TokenType::UserDefined;
+  }
+
+  auto merges = model.find("merges");
+  if (merges == model.end() || !merges->is_array()) d.error("model.merges", "missing or not an array");
+  v.merges.reserve(merges->size());
+  for (size_t i = 0; i < merges->size(); ++i) {
+    const json& m = (*merges)[i];
+    const std::string f = "model.merges[" + std::to_string(i) + "]";
+    if (m.is_string()) {
+      const std::string s = m.get<std::string>();
+      const size_t sp = s.find(' ');
+      if (sp == std::string::npos || sp == 0 || sp + 1 >= s.size() || s.find(' ', sp + 1) != std::string::npos)
+        d.error(f, "\"" + s + "\" is not two tokens separated by one space");
+      v.merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
+    } else if (m.is_array() && m.size() == 2) {
+      v.merges.emplace_back(d.string(m[0], f + "[0]"), d.string(m[1], f + "[1]"));
+    } else {
+      d.error(f, "neither \"a b\" nor [a, b]");
+    }
+  }
+  if (auto unk = model.find("unk_token"); unk != model.end() && !unk->is_null()) {
+    v.unk_id = find_token(v, d.string(*unk, "model.unk_token"));
+    if (v.unk_id < 0) d.error("model.unk_token", "not in the vocabulary");
+  }
+
+  auto norm = root.find("normalizer");
+  v.nfc = norm != root.end() && parse_normalizer(d, *norm, "normalizer");
+  auto pre = root.find("pre_tokenizer");
+  parse_pre_tokenizer(d, pre == root.end() ? json() : *pre, v);
+  auto dec = root.find("decoder");
+  parse_decoder(d, dec == root.end() ? json() : *dec);
+
+  if (!tokenizer_config.empty()) apply_config(Doc(tokenizer_config, source + " (tokenizer_config)"), v, chat_template);
+  // Everything that ends a turn or a document stops generation.
+  if (v.eos_id >= 0) v.eos_ids.push_back(v.eos_id);
+  for (const char* t : {"<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "<|eom_id|>"}) {
+    const int32_t id = find_token(v, t);
+    if (id >= 0 && v.types[id] == TokenType::Control && std::find(v.eos_ids.begin(), v.eos_ids.end(), id) == v.eos_ids.end())
+      v.eos_ids.push_back(id);
+  }
+  return v;
 }
 
 Vocab vocab_from_hf_json(const std::string& tokenizer_json_path, const std::string& tokenizer_config_path,

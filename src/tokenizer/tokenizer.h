@@ -14,6 +14,7 @@
 //    (<0xNN>) or unk. (Hugging Face cannot take such input at all: its strings
 //    are valid Unicode.)
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -65,7 +66,10 @@ class Tokenizer {
   struct Impl;
 
  private:
+  friend class StreamDecoder;
   explicit Tokenizer(std::unique_ptr<Impl> impl);
+  static std::shared_ptr<const Tokenizer> create_impl(Vocab vocab,
+                                                      const std::vector<std::array<int32_t, 3>>* merge_ids);
   std::unique_ptr<Impl> impl_;
 };
 
@@ -87,8 +91,8 @@ class StreamDecoder {
 
  private:
   const Tokenizer& tok_;
-  std::string pending_;
-  bool first_ = true;
+  std::string pending_;  // bytes of an incomplete UTF-8 sequence
+  int32_t prev_ = -1;    // previous id (SentencePiece strips the space after BOS)
 };
 
 }  // namespace pocket

@@ -38,6 +38,7 @@ struct Vocab {
   bool nfc = false;            // apply Unicode NFC before pre-tokenization
   bool add_space_prefix = false;  // SentencePiece: prepend "▁"/" " to the text
   bool add_bos = false;
+  bool ignore_merges = false;  // byte-level BPE (Llama 3): a pre-token that is itself a token is not merged
 
   std::vector<std::string> tokens;  // id -> piece (byte-level pieces in their unicode-mapped form)
   std::vector<float> scores;        // id -> score (SentencePiece merges); may be empty for BPE

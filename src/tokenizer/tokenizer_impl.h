@@ -1,0 +1,45 @@
+// Internal state of a Tokenizer, shared by its translation units
+// (tokenizer.cpp: build/encode/decode, bpe.cpp: merge loops,
+// serialize.cpp: binary form, stream_decoder.cpp).
+#pragma once
+#include <array>
+#include <string>
+#include <vector>
+
+#include "tokenizer/hash_tables.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pocket {
+
+struct Tokenizer::Impl {
+  Vocab vocab;
+  std::vector<std::string> bytes;         // id -> raw bytes (what decode emits)
+  tok_detail::StringIdMap piece_ids;      // vocab.tokens -> id (token_id)
+  tok_detail::StringIdMap text_ids;       // raw bytes -> id of tokens that text may become
+  tok_detail::PairMap merges;             // byte-level: (left, right) -> (rank, merged)
+  std::array<int32_t, 256> byte_ids{};    // byte-level: single-byte symbols; SentencePiece: <0xNN>; -1 if none
+
+  struct Special {
+    std::string text;
+    int32_t id;
+  };
+  std::array<std::vector<Special>, 256> specials_by_first_byte;  // longest first
+  bool has_specials = false;
+
+  // Builds everything above from `vocab`; throws pocket::Error if it is
+  // invalid. `given_merges` (left, right, merged ids per merge, from the
+  // binary form) spares the string lookups; it is verified, not trusted.
+  void build(const std::vector<std::array<int32_t, 3>>* given_merges = nullptr);
+  std::vector<std::array<int32_t, 3>> merge_ids;  // byte-level: (left, right, merged) per rank
+
+  // Encodes text that contains no special tokens to match.
+  void encode_segment(std::string_view text, bool at_start, std::vector<int32_t>& out) const;
+  // Byte-level BPE of one pre-token; SentencePiece BPE of one segment.
+  void bpe_byte_level(std::string_view word, std::vector<int32_t>& out) const;
+  void bpe_sentencepiece(std::string_view text, std::vector<int32_t>& out) const;
+  // Does decode drop the leading space of token `k` of a sequence whose
+  // previous token is `prev` (-1 at the start)?
+  bool strips_leading_space(int32_t id, int32_t prev) const;
+};
+
+}  // namespace pocket
