@@ -132,8 +132,12 @@ TEST(Quantize, Pq4SearchBeatsRoundToNearest) {
       SCOPED_TRACE(testing::Message() << (kind ? "heavy-tailed" : "uniform") << " group " << g << ": pq4 " << pq4
                                       << " minmax-rtn " << rtn << " q4_0 " << q4_0);
       EXPECT_LT(pq4, rtn);
-      if (kind == 1) EXPECT_LT(pq4, 0.9 * rtn);  // clipping pays off on outliers
-      if (g == 32) EXPECT_LT(pq4, q4_0);        // same group size as Q4_0
+      if (kind == 1) {
+        EXPECT_LT(pq4, 0.9 * rtn);  // clipping pays off on outliers
+      }
+      if (g == 32) {
+        EXPECT_LT(pq4, q4_0);  // same group size as Q4_0
+      }
     }
   }
 }
