@@ -1,0 +1,211 @@
+// Robustness: real and written model files mutated byte by byte and
+// truncated at many points. Every open must either succeed or throw
+// pocket::Error: no crash, no other exception, no absurd allocation (the
+// sanitizer build turns out-of-bounds reads and huge allocations into
+// failures). A truncated file must always be rejected.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "formats/format_test_util.h"
+#include "formats/gguf.h"
+#include "formats/gguf_writer.h"
+#include "formats/model_file.h"
+#include "formats/safetensors.h"
+
+namespace pocket::test {
+namespace {
+
+// Runs `f`: true if it returned, false if it threw pocket::Error; any
+// other exception fails the test.
+template <class F>
+bool attempt(F&& f, const std::string& what) {
+  try {
+    f();
+    return true;
+  } catch (const Error&) {
+    return false;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << ": threw a non-pocket exception: " << e.what();
+  } catch (...) {
+    ADD_FAILURE() << what << ": threw an unknown exception";
+  }
+  return false;
+}
+
+using TryOpen = std::function<bool(const std::string& what)>;
+
+TryOpen model_opener(const std::string& path, OpenOptions opts = {}) {
+  return [=](const std::string& what) { return attempt([&] { open_model(path, opts); }, what); };
+}
+
+void put_byte(int fd, uint64_t pos, uint8_t v) {
+  ASSERT_EQ(pwrite(fd, &v, 1, static_cast<off_t>(pos)), 1);
+}
+
+// All offsets in [0, dense_end) plus `spread` offsets spread over the rest.
+std::vector<uint64_t> positions(uint64_t size, uint64_t dense_end, int spread) {
+  std::vector<uint64_t> p;
+  for (uint64_t i = 0; i < std::min(dense_end, size); ++i) p.push_back(i);
+  if (size > dense_end)
+    for (int i = 0; i < spread; ++i) p.push_back(dense_end + (size - dense_end) * static_cast<uint64_t>(i) / spread);
+  return p;
+}
+
+struct Counts {
+  int opened = 0, rejected = 0;
+};
+
+// Overwrites each position of `path` with several values in turn (restoring
+// it after each), opening the file every time. `path` must be a scratch copy.
+Counts mutate_each(const std::string& path, const std::vector<uint64_t>& pos, const TryOpen& try_open) {
+  const std::vector<uint8_t> orig = read_file(path);
+  int fd = ::open(path.c_str(), O_WRONLY);
+  EXPECT_GE(fd, 0);
+  Counts n;
+  for (uint64_t p : pos) {
+    const uint8_t b = orig[p];
+    for (uint8_t v : {uint8_t{0x00}, uint8_t{0xff}, uint8_t{0x80}, uint8_t{0x7f}, uint8_t(b ^ 0x01), uint8_t(b ^ 0x20)}) {
+      if (v == b) continue;
+      put_byte(fd, p, v);
+      (try_open("byte " + std::to_string(p) + " = " + std::to_string(v)) ? n.opened : n.rejected)++;
+    }
+    put_byte(fd, p, b);
+    if (::testing::Test::HasFailure()) break;  // one report is enough
+  }
+  ::close(fd);
+  return n;
+}
+
+// Cuts `path` (a scratch copy) down to each length, longest first.
+void truncate_each(const std::string& path, std::vector<uint64_t> lengths, const TryOpen& try_open) {
+  const uint64_t size = read_file(path).size();
+  std::sort(lengths.rbegin(), lengths.rend());
+  for (uint64_t len : lengths) {
+    if (len >= size) continue;
+    ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(len)), 0);
+    EXPECT_FALSE(try_open("truncated to " + std::to_string(len))) << "truncated to " << len << " bytes opened";
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+TEST(Robustness, Stories260K) {
+  TempDir dir;
+  const std::string path = dir.file("stories260K.bin");
+  std::filesystem::copy_file(stories_model(), path);
+  std::filesystem::copy_file(stories_tokenizer(), dir.file("tok512.bin"));
+  const TryOpen try_open = model_opener(path);
+  ASSERT_TRUE(try_open("original"));
+  const uint64_t size = read_file(path).size();
+
+  Counts n = mutate_each(path, positions(size, 28, 64), try_open);
+  // Weight bytes are plain floats: those mutations must still open.
+  EXPECT_GE(n.opened, 64 * 4);
+  EXPECT_GT(n.rejected, 0);
+  truncate_each(path, positions(size, 64, 64), try_open);
+}
+
+// A small Qwen2-shaped GGUF with a tokenizer and quantized tensors.
+// Returns the offset of the data section.
+uint64_t write_test_gguf(const std::string& path) {
+  ModelConfig c = small_config(Arch::Qwen2);
+  c.n_layers = 1;
+  c.vocab_size = 16;
+  SyntheticWeights w = make_weights(c, false, 17);
+  Vocab v;
+  v.kind = TokenizerKind::ByteLevelBPE;
+  v.pre = PreTokenizer::Qwen2;
+  for (int i = 0; i < 14; ++i) v.tokens.push_back(std::string(1, static_cast<char>('a' + i)));
+  v.tokens.push_back("ab");
+  v.tokens.push_back("<|im_end|>");
+  v.types.assign(v.tokens.size(), TokenType::Normal);
+  v.types.back() = TokenType::Control;
+  v.merges = {{"a", "b"}};
+  v.eos_id = 15;
+  GgufWriter g;
+  add_config_metadata(g, c);
+  add_vocab_metadata(g, v, "{% for m in messages %}{{ m.content }}{% endfor %}");
+  std::map<std::string, std::vector<uint8_t>> bytes;  // must outlive write()
+  int i = 0;
+  for (const auto& [name, values] : w.values) {
+    const auto& shape = w.shapes.at(name);
+    DType t = shape.size() == 1 ? DType::F32 : (i++ % 2 ? DType::Q8_0 : DType::Q4_0);
+    bytes[name] = ref_encode(t, values);
+    g.add_tensor(name, t, shape, bytes[name].data(), bytes[name].size());
+  }
+  g.write(path);
+  GgufFile f = GgufFile::parse(MappedFile::open(path));
+  uint64_t data_start = ~0ull;
+  for (const auto& t : f.tensors())
+    data_start = std::min<uint64_t>(data_start, static_cast<const uint8_t*>(f.tensor_data(t)) - f.mapping()->data());
+  return data_start;
+}
+
+TEST(Robustness, Gguf) {
+  TempDir dir;
+  const std::string path = dir.file("m.gguf");
+  const uint64_t data_start = write_test_gguf(path);
+  const TryOpen try_open = model_opener(path);
+  ASSERT_TRUE(try_open("original"));
+  const uint64_t size = read_file(path).size();
+
+  // Every byte of the header, metadata and tensor infos; a sample of the data.
+  Counts n = mutate_each(path, positions(size, data_start, 128), try_open);
+  EXPECT_GT(n.opened, 128 * 4);
+  EXPECT_GT(n.rejected, 1000);
+  truncate_each(path, positions(size, data_start + 64, 128), try_open);
+}
+
+TEST(Robustness, Safetensors) {
+  TempDir dir;
+  ModelConfig c = small_config(Arch::Llama);
+  c.n_layers = 1;
+  SyntheticWeights w = make_weights(c, true, 19);
+  std::vector<TensorView> views;
+  std::map<std::string, std::string> hf = {{"token_embd.weight", "model.embed_tokens.weight"},
+                                           {"output_norm.weight", "model.norm.weight"},
+                                           {"blk.0.attn_norm.weight", "model.layers.0.input_layernorm.weight"},
+                                           {"blk.0.ffn_norm.weight", "model.layers.0.post_attention_layernorm.weight"},
+                                           {"blk.0.attn_q.weight", "model.layers.0.self_attn.q_proj.weight"},
+                                           {"blk.0.attn_k.weight", "model.layers.0.self_attn.k_proj.weight"},
+                                           {"blk.0.attn_v.weight", "model.layers.0.self_attn.v_proj.weight"},
+                                           {"blk.0.attn_output.weight", "model.layers.0.self_attn.o_proj.weight"},
+                                           {"blk.0.ffn_gate.weight", "model.layers.0.mlp.gate_proj.weight"},
+                                           {"blk.0.ffn_up.weight", "model.layers.0.mlp.up_proj.weight"},
+                                           {"blk.0.ffn_down.weight", "model.layers.0.mlp.down_proj.weight"}};
+  for (auto [canon, t] : w.views()) {
+    t.name = hf.at(canon);
+    views.push_back(t);
+  }
+  const std::string path = dir.file("model.safetensors");
+  write_safetensors(path, views);
+  nlohmann::json cfg = {{"architectures", {"LlamaForCausalLM"}}, {"hidden_size", c.dim},
+                        {"intermediate_size", c.hidden_dim},      {"num_hidden_layers", c.n_layers},
+                        {"num_attention_heads", c.n_heads},       {"num_key_value_heads", c.n_kv_heads},
+                        {"vocab_size", c.vocab_size},             {"tie_word_embeddings", true}};
+  write_file(dir.file("config.json"), cfg.dump());
+
+  uint64_t header_len;
+  std::memcpy(&header_len, read_file(path).data(), 8);
+  const uint64_t size = read_file(path).size();
+  // Both the container reader and the whole folder (without a tokenizer).
+  OpenOptions no_vocab;
+  no_vocab.require_vocab = false;
+  const TryOpen open_folder = model_opener(dir.path(), no_vocab);
+  const TryOpen try_open = [&](const std::string& what) {
+    bool reader = attempt([&] { SafetensorsFile::open(path); }, what);
+    return open_folder(what) && reader;
+  };
+  ASSERT_TRUE(try_open("original"));
+  Counts n = mutate_each(path, positions(size, 8 + header_len, 64), try_open);
+  EXPECT_GT(n.opened, 64 * 4);
+  EXPECT_GT(n.rejected, 1000);
+  truncate_each(path, positions(size, 8 + header_len + 16, 64), try_open);
+}
+
+}  // namespace
+}  // namespace pocket::test
