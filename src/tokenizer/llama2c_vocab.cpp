@@ -42,6 +42,8 @@ Vocab vocab_from_llama2c_bytes(const uint8_t* data, size_t size, int vocab_size,
   v.add_bos = v.bos_id >= 0;  // llama2.c always starts a sequence with BOS
   if (vocab_size > 2) v.eos_id = 2;
   if (v.eos_id >= 0) v.eos_ids = {v.eos_id};
+  // llama2.c models delimit stories with BOS, and run.c stops when it is sampled.
+  if (v.bos_id >= 0) v.eos_ids.push_back(v.bos_id);
   for (int i = 0; i < vocab_size && i < 3; ++i) v.types[i] = i == 0 ? TokenType::Unknown : TokenType::Control;
   for (int i = 3; i < vocab_size && i < 259; ++i) {
     char want[8];
