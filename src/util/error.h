@@ -7,12 +7,9 @@
 #include <string>
 #include <utility>
 
-namespace pocket {
+#include "pocket/error.h"
 
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace pocket {
 
 // Concatenate any streamable values into one string.
 template <class... Parts>
