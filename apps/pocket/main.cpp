@@ -1,6 +1,7 @@
 // pocket: command-line front end of the Pocket runtime.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "cli_common.h"
 #include "util/error.h"
@@ -14,6 +15,21 @@ int main(int argc, char** argv) {
   pocket::cli::add_chat(app, rc);
   pocket::cli::add_info(app, rc);
   pocket::cli::add_tokenize(app, rc);
+  pocket::cli::add_quantize(app, rc);
+  pocket::cli::add_create(app, rc);
+  pocket::cli::add_bench(app, rc);
+  if (argc > 1 && argv[1][0] != '-') {  // name the unknown command instead of CLI11's generic message
+    std::string known;
+    bool found = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      found = found || sub->get_name() == argv[1];
+    }
+    if (!found) {
+      std::fprintf(stderr, "pocket: error: unknown command '%s' (commands: %s)\n", argv[1], known.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

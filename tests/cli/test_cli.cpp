@@ -1,0 +1,86 @@
+// The pocket command line as a user runs it: exit codes, one clear error
+// line, output on stdout.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sys/wait.h>
+
+#include "common/test_util.h"
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+Result run(const std::string& args, const std::string& stdin_text = "") {
+  pocket::test::TempDir dir;
+  std::string in = dir.file("stdin.txt");
+  std::ofstream(in) << stdin_text;
+  std::string cmd = std::string(POCKET_CLI_PATH) + " " + args + " < " + in + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  Result r{-1, ""};
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::string stories() { return pocket::test::stories_model(); }
+
+TEST(Cli, RunPrintsTheGreedyStory) {
+  auto r = run("run -m " + stories() + " -n 12 --temp 0 -q");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "Once upon a time, there was a little girl named Lily. She\n");
+}
+
+TEST(Cli, ChatWorksFromAPipe) {
+  auto r = run("chat -m " + stories() + " -n 8 --temp 0 -q", "Once upon a time\nThe dog\n");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;
+}
+
+TEST(Cli, InfoAndTokenize) {
+  auto info = run("info " + stories());
+  EXPECT_EQ(info.code, 0) << info.out;
+  EXPECT_NE(info.out.find("llama2c"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("260032"), std::string::npos) << info.out;
+  auto ids = run("tokenize -m " + stories() + " --ids --bos \"Once upon a time\"");
+  EXPECT_EQ(ids.code, 0) << ids.out;
+  EXPECT_EQ(ids.out, "1 403 407 261 378\n");
+  auto qwen = run("tokenize -m " + pocket::test::qwen3_tokenizer_dir() + " --ids", "你好，世界! <|im_start|>");
+  EXPECT_EQ(qwen.code, 0) << qwen.out;
+  EXPECT_EQ(qwen.out.find("151644"), std::string::npos) << "special token matched without --special: " << qwen.out;
+}
+
+// Each bad input: a non-zero exit, one error line that names the problem,
+// no crash (a signal would give a code >= 128).
+TEST(Cli, BadInputGivesOneClearError) {
+  struct Case {
+    std::string args, stdin_text, must_mention;
+    int code;
+  } cases[] = {
+      {"run -m /nonexistent/model.bin", "", "/nonexistent/model.bin", 1},
+      {"run -m " + stories() + " --temp -1", "", "--temp", 2},
+      {"run -m " + stories() + " --top-p 7", "", "--top-p", 2},
+      {"run -m " + stories() + " -t 0", "", "--threads", 2},
+      {"run -m " + stories() + " --bogus", "", "--bogus", 2},
+      {"run -m " + stories() + " -c 100000", "", "context", 1},
+      {"run -m " + stories() + " -c 8 -p \"one two three four five six seven eight nine ten\"", "", "context", 1},
+      {"info " + pocket::test::stories_tokenizer(), "", "tok512.bin", 1},
+      {"frobnicate", "", "frobnicate", 2},
+      {"info", "", "model", 2},
+  };
+  for (const auto& c : cases) {
+    auto r = run(c.args, c.stdin_text);
+    EXPECT_EQ(r.code, c.code) << c.args << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.must_mention), std::string::npos) << c.args << "\n" << r.out;
+  }
+}
+
+}  // namespace
