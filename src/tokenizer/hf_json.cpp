@@ -1,8 +1,11 @@
 #include "tokenizer/hf_json.h"
 
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
+#include "tokenizer/byte_level.h"
 #include "tokenizer/pretokenizer.h"
+#include "tokenizer/unicode.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 
@@ -153,6 +156,32 @@ void apply_config(const Doc& d, Vocab& v, std::string* chat_template) {
   }
 }
 
+// Tokenizer::create validates too, but errors found here can name the file
+// and the JSON field.
+void check_pieces(const Doc& d, const Vocab& v) {
+  std::unordered_map<std::string_view, int32_t> ids;
+  ids.reserve(v.tokens.size());
+  for (size_t i = 0; i < v.tokens.size(); ++i) {
+    ids.emplace(v.tokens[i], static_cast<int32_t>(i));
+    if (v.types[i] != TokenType::Normal) continue;
+    const std::string& t = v.tokens[i];
+    for (size_t k = 0; k < t.size();) {
+      size_t len;
+      if (byte_level::cp_to_byte(unicode::decode(t, k, len)) < 0)
+        d.error("model.vocab[\"" + t + "\"]", "has a character outside the byte-level alphabet");
+      k += len;
+    }
+  }
+  std::string joined;
+  for (size_t r = 0; r < v.merges.size(); ++r) {
+    const auto& [a, b] = v.merges[r];
+    joined = a + b;
+    if (!ids.count(a) || !ids.count(b) || !ids.count(joined))
+      d.error("model.merges[" + std::to_string(r) + "]",
+              "\"" + a + " " + b + "\" refers to a token not in the vocab");
+  }
+}
+
 }  // namespace
 
 Vocab vocab_from_hf_json_text(const std::string& tokenizer_json, const std::string& tokenizer_config,
@@ -243,6 +272,7 @@ Vocab vocab_from_hf_json_text(const std::string& tokenizer_json, const std::stri
       d.error(f, "neither \"a b\" nor [a, b]");
     }
   }
+  check_pieces(d, v);
   if (auto unk = model.find("unk_token"); unk != model.end() && !unk->is_null()) {
     v.unk_id = find_token(v, d.string(*unk, "model.unk_token"));
     if (v.unk_id < 0) d.error("model.unk_token", "not in the vocabulary");

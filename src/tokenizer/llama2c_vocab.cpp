@@ -45,6 +45,14 @@ Vocab vocab_from_llama2c_bytes(const uint8_t* data, size_t size, int vocab_size,
   // llama2.c models delimit stories with BOS, and run.c stops when it is sampled.
   if (v.bos_id >= 0) v.eos_ids.push_back(v.bos_id);
   for (int i = 0; i < vocab_size && i < 3; ++i) v.types[i] = i == 0 ? TokenType::Unknown : TokenType::Control;
+  // llama2.c's exporter wraps the control pieces in newlines ("\n<s>\n");
+  // use SentencePiece's names so they decode and match like everywhere else.
+  static constexpr const char* kControlNames[] = {"<unk>", "<s>", "</s>"};
+  for (int i = 0; i < vocab_size && i < 3; ++i) {
+    const std::string& t = v.tokens[i];
+    if (t.size() >= 2 && t.front() == '\n' && t.back() == '\n' && t.substr(1, t.size() - 2) == kControlNames[i])
+      v.tokens[i] = kControlNames[i];
+  }
   for (int i = 3; i < vocab_size && i < 259; ++i) {
     char want[8];
     std::snprintf(want, sizeof want, "<0x%02X>", i - 3);
