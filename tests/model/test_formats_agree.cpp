@@ -12,6 +12,8 @@
 #include "formats/gguf_writer.h"
 #include "formats/safetensors.h"
 #include "model/model.h"
+#include "model/reference_model.h"
+#include "model/synthetic.h"
 #include "runtime/thread_pool.h"
 
 namespace pocket {
@@ -56,8 +58,11 @@ std::string hf_name(const std::string& canonical) {
       {"attn_k.weight", "self_attn.k_proj.weight"},     {"attn_v.weight", "self_attn.v_proj.weight"},
       {"attn_output.weight", "self_attn.o_proj.weight"}, {"ffn_norm.weight", "post_attention_layernorm.weight"},
       {"ffn_gate.weight", "mlp.gate_proj.weight"},      {"ffn_up.weight", "mlp.up_proj.weight"},
-      {"ffn_down.weight", "mlp.down_proj.weight"}};
+      {"ffn_down.weight", "mlp.down_proj.weight"},        {"attn_q.bias", "self_attn.q_proj.bias"},
+      {"attn_k.bias", "self_attn.k_proj.bias"},           {"attn_v.bias", "self_attn.v_proj.bias"},
+      {"attn_q_norm.weight", "self_attn.q_norm.weight"},  {"attn_k_norm.weight", "self_attn.k_norm.weight"}};
   if (canonical == "token_embd.weight") return "model.embed_tokens.weight";
+  if (canonical == "output.weight") return "lm_head.weight";
   if (canonical == "output_norm.weight") return "model.norm.weight";
   size_t dot = canonical.find('.', 4);
   std::string layer = canonical.substr(4, dot - 4), rest = canonical.substr(dot + 1);
@@ -116,6 +121,68 @@ TEST(FormatsAgree, Llama2cGgufAndSafetensorsGiveTheSameLogits) {
   // Same math with the head dimensions reordered: only summation order differs.
   EXPECT_LT(max_rel_diff(h, a), 1e-5);
 }
+
+// Qwen2 (biases, separate head) and Qwen3 (q/k norms, explicit head_dim,
+// tied head) shapes with synthetic weights, written as GGUF and as a Hugging
+// Face folder: both load to the same logits as the in-memory model, and
+// those match the reference forward pass.
+class QwenThroughFiles : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(QwenThroughFiles, GgufAndHfFolderMatchTheReference) {
+  test::TempDir dir;
+  SyntheticSpec spec;
+  spec.config = preset_config(GetParam());
+  auto mem = std::make_shared<ModelFile>(make_synthetic_model(spec));
+  const ModelConfig& c = mem->config;
+
+  GgufWriter gw;
+  add_config_metadata(gw, c);
+  for (const auto& [name, t] : mem->tensors) gw.add_tensor(name, t.type, t.shape, t.data, t.nbytes);
+  gw.write(dir.file("m.gguf"));
+  OpenOptions no_vocab;
+  no_vocab.require_vocab = false;
+  auto gguf = std::make_shared<ModelFile>(open_model(dir.file("m.gguf"), no_vocab));
+  EXPECT_EQ(gguf->config.arch, c.arch);
+  EXPECT_EQ(gguf->config.qkv_bias, c.qkv_bias);
+  EXPECT_EQ(gguf->config.qk_norm, c.qk_norm);
+  EXPECT_EQ(gguf->config.tied_embeddings, c.tied_embeddings);
+
+  std::string hf = dir.file("hf");
+  std::filesystem::create_directory(hf);
+  std::vector<TensorView> views;
+  for (const auto& [name, t] : mem->tensors) {
+    TensorView v = t;
+    v.name = hf_name(name);
+    views.push_back(v);
+  }
+  write_safetensors(hf + "/model.safetensors", views);
+  std::ofstream(hf + "/config.json") << R"({"architectures": [")"
+                                     << (c.arch == Arch::Qwen3 ? "Qwen3ForCausalLM" : "Qwen2ForCausalLM")
+                                     << R"("], "hidden_size": )" << c.dim << R"(, "intermediate_size": )" << c.hidden_dim
+                                     << R"(, "num_hidden_layers": )" << c.n_layers << R"(, "num_attention_heads": )"
+                                     << c.n_heads << R"(, "num_key_value_heads": )" << c.n_kv_heads
+                                     << R"(, "head_dim": )" << c.head_dim << R"(, "max_position_embeddings": )"
+                                     << c.max_seq_len << R"(, "rms_norm_eps": )" << c.norm_eps
+                                     << R"(, "rope_theta": )" << c.rope_theta << R"(, "tie_word_embeddings": )"
+                                     << (c.tied_embeddings ? "true" : "false") << R"(, "vocab_size": )" << c.vocab_size
+                                     << "}";
+  auto hf_model = std::make_shared<ModelFile>(open_model(hf, no_vocab));
+
+  const std::vector<int32_t> tokens{3, 141, 59, 26, 5, 35, 89, 79, 32, 38};
+  auto a = logits_for(mem, tokens);
+  EXPECT_EQ(logits_for(gguf, tokens), a);
+  EXPECT_EQ(logits_for(hf_model, tokens), a);
+
+  ReferenceModel ref(*hf_model);
+  const int V = c.vocab_size;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const auto& l = ref.forward(tokens[i]);
+    std::vector<float> row(a.begin() + i * V, a.begin() + (i + 1) * V);
+    EXPECT_LT(max_rel_diff(row, l), 2e-3) << "token " << i;  // fp16 KV cache vs f32/double reference
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, QwenThroughFiles, ::testing::Values("tiny-qwen2", "tiny-qwen3"));
 
 }  // namespace
 }  // namespace pocket
