@@ -108,7 +108,10 @@ void ChatTemplate::append_assistant(std::vector<ChatPiece>& out, const std::stri
   if (after_last_query && (is_last || !reasoning.empty())) {
     out.push_back(T("assistant\n"));
     out.push_back(S("<think>"));
-    out.push_back(T("\n" + strip(reasoning, "\n", true, true) + "\n"));
+    std::string thought = "\n";  // built by appending: GCC 12 misreports "a" + s + "b" (-Wrestrict)
+    thought += strip(reasoning, "\n", true, true);
+    thought += '\n';
+    out.push_back(T(std::move(thought)));
     out.push_back(S("</think>"));
     out.push_back(T("\n\n" + strip(answer, "\n", true, false)));
   } else {
