@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "common/test_util.h"
+#include "common/qwen3_tokenizer.h"
 #include "generate/chat.h"
 #include "tokenizer/hf_json.h"
 #include "util/error.h"
@@ -14,13 +14,7 @@
 namespace pocket {
 namespace {
 
-std::shared_ptr<const Tokenizer> qwen3() {
-  static auto tok = [] {
-    std::string dir = test::qwen3_tokenizer_dir();
-    return Tokenizer::create(vocab_from_hf_json(dir + "/tokenizer.json", dir + "/tokenizer_config.json", nullptr));
-  }();
-  return tok;
-}
+std::shared_ptr<const Tokenizer> qwen3() { return test::qwen3_tokenizer(); }
 
 TEST(ChatTemplate, MatchesQwen3JinjaTemplateOnAllCases) {
   auto cases = nlohmann::json::parse(read_text_file(std::string(POCKET_TEST_DATA) + "/chat/qwen3_golden.json"));

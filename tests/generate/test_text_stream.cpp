@@ -1,19 +1,13 @@
 #include <gtest/gtest.h>
 
-#include "common/test_util.h"
+#include "common/qwen3_tokenizer.h"
 #include "generate/text_stream.h"
 #include "tokenizer/hf_json.h"
 
 namespace pocket {
 namespace {
 
-std::shared_ptr<const Tokenizer> qwen3() {
-  static auto tok = [] {
-    std::string dir = test::qwen3_tokenizer_dir();
-    return Tokenizer::create(vocab_from_hf_json(dir + "/tokenizer.json", dir + "/tokenizer_config.json", nullptr));
-  }();
-  return tok;
-}
+std::shared_ptr<const Tokenizer> qwen3() { return test::qwen3_tokenizer(); }
 
 bool valid_utf8(const std::string& s) {
   size_t i = 0;
