@@ -1,0 +1,46 @@
+// pocket quantize: re-quantize any model Pocket reads into one Pocket file.
+#include <cstdio>
+#include <memory>
+
+#include "cli_common.h"
+#include "convert/quantize_model.h"
+
+namespace pocket::cli {
+
+namespace {
+
+struct QuantizeArgs {
+  std::string in, out, tokenizer;
+  std::string weights = "q4", embed = "q4", head;
+  int group = 64;
+};
+
+int quantize(const QuantizeArgs& a) {
+  convert::QuantizeOptions o;
+  o.weights = convert::parse_weight_type(a.weights, "--weights");
+  o.embed = convert::parse_weight_type(a.embed, "--embed", false);
+  o.head_given = !a.head.empty();
+  if (o.head_given) o.head = convert::parse_weight_type(a.head, "--head", false);
+  o.group = convert::parse_group(a.group, "--group");
+  o.tokenizer_path = a.tokenizer;
+  convert::quantize_model(a.in, a.out, o, convert::terminal_progress());
+  std::printf("wrote %s\n", a.out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_quantize(CLI::App& app, int& rc) {
+  auto a = std::make_shared<QuantizeArgs>();
+  CLI::App* sub = app.add_subcommand("quantize", "Re-quantize a model (any supported format) into a Pocket file");
+  sub->add_option("input", a->in, "Model file or folder")->required();
+  sub->add_option("output", a->out, "Pocket file to write")->required();
+  sub->add_option("--weights", a->weights, "Type of the layer matrices: q4, q8, f16 or f32 (default q4)");
+  sub->add_option("--group", a->group, "Quantization group size: 32, 64 or 128 (default 64)");
+  sub->add_option("--embed", a->embed, "Type of the token embedding (and tied output head): q4, q8 or f16 (default q4)");
+  sub->add_option("--head", a->head, "Type of an untied output head: q4, q8 or f16 (default: as --embed)");
+  sub->add_option("--tokenizer", a->tokenizer, "Tokenizer file (llama2.c tokenizer.bin or tokenizer.json)");
+  sub->callback([a, &rc] { rc = quantize(*a); });
+}
+
+}  // namespace pocket::cli

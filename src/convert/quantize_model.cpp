@@ -1,0 +1,84 @@
+#include "convert/quantize_model.h"
+
+#include <memory>
+
+#include "kernels/kernels.h"
+#include "util/error.h"
+
+namespace pocket::convert {
+
+namespace {
+
+bool is_qk(const std::string& name) {
+  return name.ends_with("attn_q.weight") || name.ends_with("attn_k.weight") || name.ends_with("attn_q.bias") ||
+         name.ends_with("attn_k.bias");
+}
+
+// Source row of output row `r` when a halves-rotating head is stored in
+// adjacent-pair order: output (2j + h) of a head is input (h * hd/2 + j).
+int64_t adjacent_order_source(int64_t r, int head_dim) {
+  const int64_t head = r / head_dim, i = r % head_dim;
+  return head * head_dim + (i % 2) * (head_dim / 2) + i / 2;
+}
+
+}  // namespace
+
+DType target_type(const ModelFile& f, const TensorView& t, const QuantizeOptions& opt) {
+  if (keep_f32(t.name, t.shape)) return DType::F32;
+  if (t.name == "token_embd.weight") return opt.embed;
+  if (t.name == "output.weight") return opt.head_given ? opt.head : opt.embed;
+  (void)f;
+  return opt.weights;
+}
+
+void quantize_model(const std::string& in, const std::string& out, const QuantizeOptions& opt,
+                    const Progress& progress) {
+  parse_group(opt.group, "--group");
+  OpenOptions oo;
+  oo.tokenizer_path = opt.tokenizer_path;
+  auto f = std::make_shared<const ModelFile>(open_model(in, oo));
+  const ModelConfig& c = f->config;
+  if (opt.head_given && c.tied_embeddings && opt.head != opt.embed)
+    fail(in, ": the output head is tied to the token embedding; set its type with --embed, not --head");
+  if (c.arch != Arch::Llama && c.rope_style != RopeStyle::Halves)
+    fail(in, ": ", arch_name(c.arch), " model with adjacent-pair RoPE cannot be stored as a Pocket file");
+  const bool permute_qk = c.arch == Arch::Llama && c.rope_style == RopeStyle::Halves;
+
+  GgufWriter w = pocket_writer(c, f->vocab, f->chat_template, opt.group);
+  auto written = std::make_shared<uint64_t>(0);
+  const size_t total = f->tensors.size();
+  size_t index = 0;
+  for (const auto& [name, t] : f->tensors) {
+    if (t.shape.empty() || t.shape.size() > 2)
+      fail(in, ": tensor '", name, "' has ", t.shape.size(), " dimensions; only 1-D and 2-D tensors are supported");
+    const DType type = target_type(*f, t, opt);
+    const int64_t cols = t.cols();
+    const bool permute = permute_qk && is_qk(name);
+    const int hd = c.head_dim;
+    // dequant_row reads 2-D views; a 1-D tensor is one row. The data stays
+    // mapped through `f`, which the producer keeps alive.
+    auto src = std::make_shared<TensorView>(t);
+    if (src->shape.size() == 1) src->shape = {1, cols};
+    RowSource source = [f, src, cols, permute, hd, one_d = t.shape.size() == 1](int64_t row0, int64_t n, float* dst) {
+      if (one_d && permute) {  // a q/k bias: permute elements
+        std::vector<float> all(static_cast<size_t>(cols));
+        kernels::dequant_row(*src, 0, all.data());
+        for (int64_t i = 0; i < cols; ++i) dst[i] = all[static_cast<size_t>(adjacent_order_source(i, hd))];
+        return;
+      }
+      for (int64_t r = 0; r < n; ++r) {
+        const int64_t from = permute ? adjacent_order_source(row0 + r, hd) : row0 + r;
+        kernels::dequant_row(*src, from, dst + r * cols);
+      }
+    };
+    ++index;
+    add_streamed_tensor(w, name, type, t.shape, opt.group, std::move(source),
+                        [written, index, total, progress](uint64_t nbytes) {
+                          *written += nbytes;
+                          if (progress) progress(index, total, *written);
+                        });
+  }
+  w.write(out);
+}
+
+}  // namespace pocket::convert

@@ -1,0 +1,30 @@
+// Re-quantizes any model Pocket opens into one Pocket file.
+#pragma once
+#include <string>
+
+#include "convert/pocket_file.h"
+#include "core/dtype.h"
+#include "formats/model_file.h"
+
+namespace pocket::convert {
+
+struct QuantizeOptions {
+  DType weights = DType::PQ4;  // the big matrices
+  DType embed = DType::PQ4;    // token embedding (also the output head when tied)
+  DType head = DType::PQ4;     // separate output head (untied models only)
+  bool head_given = false;     // false: the head follows `embed`
+  int group = 64;              // PQ group size
+  std::string tokenizer_path;  // passed to open_model
+};
+
+// Opens `in` (any supported format), dequantizes each tensor row by row and
+// writes it re-quantized to `out`. Norms, biases and 1-D tensors stay f32.
+// Llama models whose RoPE rotates halves (Hugging Face layout) get their q/k
+// rows permuted into the adjacent-pair order the GGUF `llama` reader expects.
+void quantize_model(const std::string& in, const std::string& out, const QuantizeOptions& opt,
+                    const Progress& progress = {});
+
+// The target type of one tensor of `f` under `opt`.
+DType target_type(const ModelFile& f, const TensorView& t, const QuantizeOptions& opt);
+
+}  // namespace pocket::convert
