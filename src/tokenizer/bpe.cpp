@@ -23,6 +23,7 @@ struct Candidate {
   float score;    // lower merges first (byte-level: rank; SentencePiece: -score)
   int32_t left;
   uint32_t a, b;  // byte-level: left/right ids; SentencePiece: left/right lengths
+  int32_t merged; // byte-level: the id the pair becomes
   bool operator>(const Candidate& o) const {
     return score != o.score ? score > o.score : left > o.left;  // ties: leftmost first
   }
@@ -75,8 +76,9 @@ void Tokenizer::Impl::bpe_byte_level(std::string_view word, std::vector<int32_t>
     const Symbol& r = syms[l.next];
     const auto v = merges.find(l.id, r.id);
     if (v.rank >= 0)
-      push(heap, {static_cast<float>(v.rank), left, static_cast<uint32_t>(l.id), static_cast<uint32_t>(r.id)});
+      push(heap, {static_cast<float>(v.rank), left, static_cast<uint32_t>(l.id), static_cast<uint32_t>(r.id), v.merged});
   };
+  for (size_t i = 0; i + 1 < n; ++i) merges.prefetch(syms[i].id, syms[i + 1].id);
   for (size_t i = 0; i + 1 < n; ++i) consider(static_cast<int32_t>(i));
   while (!heap.empty()) {
     const Candidate c = pop(heap);
@@ -84,7 +86,7 @@ void Tokenizer::Impl::bpe_byte_level(std::string_view word, std::vector<int32_t>
     if (l.len == 0 || l.next < 0 || static_cast<uint32_t>(l.id) != c.a ||
         static_cast<uint32_t>(syms[l.next].id) != c.b)
       continue;  // stale
-    l.id = merges.find(l.id, syms[l.next].id).merged;
+    l.id = c.merged;
     unlink_right(syms, c.left);
     consider(l.prev);
     consider(c.left);
@@ -112,7 +114,7 @@ void Tokenizer::Impl::bpe_sentencepiece(std::string_view text, std::vector<int32
     const Symbol& l = syms[left];
     const Symbol& r = syms[l.next];
     const int32_t id = text_ids.find(text.substr(l.start, l.len + r.len));
-    if (id >= 0) push(heap, {-vocab.scores[id], left, l.len, r.len});  // highest score first
+    if (id >= 0) push(heap, {-vocab.scores[id], left, l.len, r.len, id});  // highest score first
   };
   for (size_t i = 0; i + 1 < syms.size(); ++i) consider(static_cast<int32_t>(i));
   while (!heap.empty()) {

@@ -98,6 +98,11 @@ class PairMap {
       if (slots_[i].key == key) return false;
     }
   }
+  // Starts loading the slot of (left, right) so that a later find() hits
+  // the cache: the first lookups of a word are independent of each other.
+  void prefetch(int32_t left, int32_t right) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[mix(make_key(left, right)) & (slots_.size() - 1)]);
+  }
   Value find(int32_t left, int32_t right) const {
     if (slots_.empty()) return {};
     const uint64_t key = make_key(left, right);
@@ -117,9 +122,12 @@ class PairMap {
   static uint64_t make_key(int32_t l, int32_t r) {
     return (uint64_t(uint32_t(l)) << 32) | uint32_t(r);
   }
-  static uint64_t mix(uint64_t k) {
-    k *= 0x9E3779B97F4A7C15ull;
-    return k ^ (k >> 31);
+  static uint64_t mix(uint64_t k) {  // MurmurHash3's finalizer: every key bit reaches the low bits
+    k ^= k >> 33;
+    k *= 0xFF51AFD7ED558CCDull;
+    k ^= k >> 33;
+    k *= 0xC4CEB9FE1A85EC53ull;
+    return k ^ (k >> 33);
   }
   std::vector<Slot> slots_;
 };

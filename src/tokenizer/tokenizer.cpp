@@ -1,6 +1,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "tokenizer/byte_level.h"
 #include "tokenizer/pretokenizer.h"
@@ -185,10 +186,31 @@ void Tokenizer::Impl::encode_segment(std::string_view text, bool at_start, std::
   }
   std::vector<uint32_t> ends;
   pretokenize(vocab.pre, text, ends);
+  // Words repeat a lot in real text: remember where each word's ids were
+  // first written to `out` and copy them on the next occurrence.
+  const bool use_cache = ends.size() > 16;
+  std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> cache;
+  if (use_cache) cache.reserve(ends.size() / 4);
   uint32_t begin = 0;
   for (uint32_t end : ends) {
-    bpe_byte_level(text.substr(begin, end - begin), out);
+    const std::string_view word = text.substr(begin, end - begin);
     begin = end;
+    if (word.size() == 1) {
+      out.push_back(byte_ids[static_cast<unsigned char>(word[0])]);
+      continue;
+    }
+    if (use_cache) {
+      auto [it, inserted] = cache.try_emplace(word, static_cast<uint32_t>(out.size()), 0u);
+      if (!inserted) {
+        const auto [at, n] = it->second;
+        for (uint32_t k = 0; k < n; ++k) out.push_back(out[at + k]);
+        continue;
+      }
+      bpe_byte_level(word, out);
+      it->second.second = static_cast<uint32_t>(out.size()) - it->second.first;
+    } else {
+      bpe_byte_level(word, out);
+    }
   }
 }
 
