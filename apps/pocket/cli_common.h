@@ -32,5 +32,8 @@ void add_run(CLI::App& app, int& rc);
 void add_chat(CLI::App& app, int& rc);
 void add_info(CLI::App& app, int& rc);
 void add_tokenize(CLI::App& app, int& rc);
+void add_quantize(CLI::App& app, int& rc);
+void add_create(CLI::App& app, int& rc);
+void add_bench(CLI::App& app, int& rc);
 
 }  // namespace pocket::cli

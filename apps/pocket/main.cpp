@@ -15,6 +15,9 @@ int main(int argc, char** argv) {
   pocket::cli::add_chat(app, rc);
   pocket::cli::add_info(app, rc);
   pocket::cli::add_tokenize(app, rc);
+  pocket::cli::add_quantize(app, rc);
+  pocket::cli::add_create(app, rc);
+  pocket::cli::add_bench(app, rc);
   if (argc > 1 && argv[1][0] != '-') {  // name the unknown command instead of CLI11's generic message
     std::string known;
     bool found = false;

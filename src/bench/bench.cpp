@@ -1,0 +1,153 @@
+#include "bench/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "bench/system.h"
+#include "model/model.h"
+#include "runtime/loader.h"
+#include "runtime/thread_pool.h"
+#include "util/error.h"
+
+namespace pocket::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+Stat stat_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  Stat s;
+  s.min = v.front();
+  s.max = v.back();
+  s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  return s;
+}
+
+double rss_mb(const char* field) {
+  auto kb = proc_status_kb(field);
+  if (!kb) fail("/proc/self/status: no ", field, " field");
+  return static_cast<double>(*kb) / 1024.0;
+}
+
+std::vector<int32_t> random_ids(int n, int vocab, uint64_t& state) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (auto& id : ids) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    id = static_cast<int32_t>(state % static_cast<uint64_t>(vocab));
+  }
+  return ids;
+}
+
+// Bytes one decode step reads: every weight except the embedding table, one
+// embedding row, the output matrix (the embedding table itself when tied),
+// and K and V (fp16) of every layer at `context` positions.
+double decode_bytes(const ModelFile& f, double context, double* kv_part) {
+  const ModelConfig& c = f.config;
+  const TensorView& emb = f.get("token_embd.weight");
+  double weights = 0;
+  for (const auto& [name, t] : f.tensors)
+    if (name != "token_embd.weight") weights += static_cast<double>(t.nbytes);
+  weights += static_cast<double>(emb.nbytes) / static_cast<double>(emb.rows());
+  if (c.tied_embeddings) weights += static_cast<double>(emb.nbytes);
+  *kv_part = 2.0 * c.n_layers * c.kv_dim() * 2.0 * context;
+  return weights + *kv_part;
+}
+
+std::string weight_type_summary(const ModelFile& f) {
+  std::map<std::string, int> count;
+  for (const auto& [name, t] : f.tensors)
+    if (t.shape.size() == 2) ++count[std::string(dtype_name(t.type))];
+  std::string out;
+  for (const auto& [type, n] : count) out += (out.empty() ? "" : ", ") + type + " x" + std::to_string(n);
+  return out;
+}
+
+}  // namespace
+
+BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
+  if (opt.prompt < 1 || opt.gen < 1) fail("bench: -p and -n must be at least 1");
+  if (opt.threads < 1) fail("bench: thread count ", opt.threads, " must be at least 1");
+  if (opt.runs < 1) fail("bench: runs must be at least 1");
+  if (!(opt.watts_per_core > 0)) fail("bench: --watts-per-core must be positive");
+  BenchReport r;
+  r.path = path;
+  r.opt = opt;
+  r.baseline_rss_mb = rss_mb("VmRSS");
+
+  // Load time to the first token: open (mmap), build, one 1-token forward.
+  auto t0 = Clock::now();
+  LoadedModel m = load_model(path);
+  const Model& model = *m.model;
+  const ModelConfig& c = model.config();
+  ThreadPool pool(opt.threads);
+  std::vector<float> logits(static_cast<size_t>(c.vocab_size));
+  {
+    Context ctx(c, 8);
+    const int32_t first = 0;
+    model.forward(std::span<const int32_t>(&first, 1), ctx, pool, logits.data());
+  }
+  r.load_to_first_token_s = seconds_since(t0);
+  r.format = m.file->format;
+  r.arch = arch_name(c.arch);
+  r.file_size = m.file->file_size;
+  r.weight_type = weight_type_summary(*m.file);
+  const int n_ctx = opt.prompt + opt.gen;
+  if (n_ctx > c.max_seq_len) fail("bench: -p + -n = ", n_ctx, " exceeds the model's context of ", c.max_seq_len);
+
+  std::vector<double> prefill, decode, cpu;
+  std::optional<uint64_t> rapl0;
+  uint64_t rng = opt.seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int run = 0; run <= opt.runs; ++run) {  // run 0 is the warm-up
+    auto prompt = random_ids(opt.prompt, c.vocab_size, rng);
+    auto gen = random_ids(opt.gen, c.vocab_size, rng);
+    Context ctx(c, n_ctx);
+    if (run == 1) rapl0 = rapl_energy_uj();
+    const double cpu0 = process_cpu_seconds();
+    auto tp = Clock::now();
+    model.forward(prompt, ctx, pool, logits.data());
+    const double tp_s = seconds_since(tp);
+    auto td = Clock::now();
+    for (int32_t t : gen) model.forward(std::span<const int32_t>(&t, 1), ctx, pool, logits.data());
+    const double td_s = seconds_since(td);
+    if (run == 0) continue;
+    cpu.push_back(process_cpu_seconds() - cpu0);
+    prefill.push_back(opt.prompt / tp_s);
+    decode.push_back(opt.gen / td_s);
+  }
+  const auto rapl1 = rapl_energy_uj();
+  r.prefill_tok_s = stat_of(prefill);
+  r.decode_tok_s = stat_of(decode);
+  r.cpu_s_per_inference = stat_of(cpu).median;
+  r.peak_rss_mb = rss_mb("VmHWM");
+  r.peak_increase_mb = r.peak_rss_mb - r.baseline_rss_mb;
+
+  if (rapl0 && rapl1) {
+    // RAPL counts the whole package, other processes included.
+    uint64_t d = *rapl1 >= *rapl0 ? *rapl1 - *rapl0 : *rapl1 + rapl_max_energy_uj().value_or(0) - *rapl0;
+    r.energy_j = static_cast<double>(d) * 1e-6 / opt.runs;
+    r.energy_source = "rapl (package, includes other processes)";
+  } else {
+    r.energy_j = r.cpu_s_per_inference * opt.watts_per_core;
+    r.energy_source = "estimate: " + std::to_string(opt.watts_per_core).substr(0, 4) + " W/core x CPU-seconds";
+  }
+  r.battery_fraction = r.energy_j / kPhoneBatteryJoules;
+
+  // The mean context of the decode steps is p + (n - 1) / 2 cached positions
+  // plus the token itself.
+  r.bytes_per_token = decode_bytes(*m.file, opt.prompt + (opt.gen + 1) / 2.0, &r.kv_bytes_per_token);
+  // Measured after the peak memory reading: the buffer would count in it.
+  r.bandwidth_bytes_s = measure_read_bandwidth(opt.threads, opt.bandwidth_bytes, opt.bandwidth_reps);
+  r.roofline_tok_s = r.bandwidth_bytes_s / r.bytes_per_token;
+  r.bandwidth_fraction = r.decode_tok_s.median * r.bytes_per_token / r.bandwidth_bytes_s;
+  return r;
+}
+
+}  // namespace pocket::bench

@@ -1,0 +1,56 @@
+// `pocket bench`: the model report's benchmark method. One warm-up and N
+// measured runs of "prefill p tokens, then decode n tokens continuing from
+// that context" through Model::forward with synthetic random token ids and a
+// fresh Context per run; medians with min and max; load time to the first
+// token; peak memory over the pre-load baseline; bytes read per decoded
+// token against the measured memory bandwidth; CPU time and energy.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace pocket::bench {
+
+struct BenchOptions {
+  int prompt = 512;  // p: tokens prefilled
+  int gen = 128;     // n: tokens decoded after them
+  int threads = 1;
+  int runs = 5;      // measured runs (after one warm-up)
+  double watts_per_core = 5.0;  // energy estimate when RAPL is not readable
+  uint64_t bandwidth_bytes = uint64_t{1} << 30;
+  int bandwidth_reps = 5;
+  uint64_t seed = 1;  // of the random token ids
+};
+
+struct Stat {
+  double median = 0, min = 0, max = 0;
+};
+
+struct BenchReport {
+  std::string path, format, arch, weight_type;
+  BenchOptions opt;
+  uint64_t file_size = 0;
+  double load_to_first_token_s = 0;  // open + first 1-token forward
+  Stat prefill_tok_s, decode_tok_s;
+  double baseline_rss_mb = 0, peak_rss_mb = 0, peak_increase_mb = 0;
+  double bytes_per_token = 0;   // weights + one embedding row + KV at the mean context
+  double kv_bytes_per_token = 0;  // the KV part of bytes_per_token
+  double bandwidth_bytes_s = 0;   // measured read bandwidth, same thread count
+  double bandwidth_fraction = 0;  // median decode rate x bytes_per_token / bandwidth
+  double roofline_tok_s = 0;      // bandwidth / bytes_per_token
+  double cpu_s_per_inference = 0;  // median over runs (prefill p + decode n)
+  double energy_j = 0;             // per inference
+  std::string energy_source;       // "rapl" or "estimate: W W/core x CPU-seconds"
+  double battery_fraction = 0;     // energy_j / (5000 mAh x 3.85 V)
+};
+
+// Phone battery used for the energy comparison: 5,000 mAh at 3.85 V.
+inline constexpr double kPhoneBatteryJoules = 5.0 * 3.85 * 3600.0;
+
+// Runs the benchmark on the model at `path`. Throws pocket::Error.
+BenchReport run_bench(const std::string& path, const BenchOptions& opt);
+
+// Human-readable table and one JSON object.
+std::string format_table(const BenchReport& r);
+std::string format_json(const BenchReport& r);
+
+}  // namespace pocket::bench

@@ -1,0 +1,83 @@
+// Output of `pocket bench`: a table for people, one JSON object for tools.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "bench/bench.h"
+
+namespace pocket::bench {
+
+namespace {
+
+std::string fmt(const char* f, double a, double b = 0, double c = 0) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, f, a, b, c);
+  return buf;
+}
+
+nlohmann::json stat_json(const Stat& s) { return {{"median", s.median}, {"min", s.min}, {"max", s.max}}; }
+
+}  // namespace
+
+std::string format_table(const BenchReport& r) {
+  const BenchOptions& o = r.opt;
+  std::string t;
+  auto row = [&](const std::string& k, const std::string& v) {
+    t += k + std::string(k.size() < 30 ? 30 - k.size() : 1, ' ') + v + "\n";
+  };
+  row("model", r.path + " (" + r.format + ", " + r.arch + ")");
+  row("weights", r.weight_type);
+  row("file size", fmt("%.1f MB", r.file_size / 1e6));
+  row("threads", std::to_string(o.threads));
+  row("method", "1 warm-up + " + std::to_string(o.runs) + " runs, median [min, max]");
+  row("load to first token", fmt("%.3f s", r.load_to_first_token_s));
+  row("prefill " + std::to_string(o.prompt) + " tokens",
+      fmt("%.1f tok/s [%.1f, %.1f]", r.prefill_tok_s.median, r.prefill_tok_s.min, r.prefill_tok_s.max));
+  row("decode " + std::to_string(o.gen) + " tokens",
+      fmt("%.1f tok/s [%.1f, %.1f]", r.decode_tok_s.median, r.decode_tok_s.min, r.decode_tok_s.max));
+  row("peak memory increase", fmt("%.1f MB (baseline %.1f MB, peak %.1f MB)", r.peak_increase_mb, r.baseline_rss_mb,
+                                  r.peak_rss_mb));
+  row("bytes read per decoded token", fmt("%.1f MB (KV cache %.1f MB)", r.bytes_per_token / 1e6, r.kv_bytes_per_token / 1e6));
+  row("read bandwidth (measured)", fmt("%.1f GB/s", r.bandwidth_bytes_s / 1e9));
+  row("decode roofline", fmt("%.1f tok/s; median decode uses %.0f%% of the bandwidth", r.roofline_tok_s,
+                             100.0 * r.bandwidth_fraction));
+  row("CPU time per inference", fmt("%.3f CPU-s (%d in, %d out)", r.cpu_s_per_inference, o.prompt, o.gen));
+  row("energy per inference", fmt("%.2f J, ", r.energy_j) + r.energy_source);
+  row("phone battery per inference", fmt("%.5f%% of 5,000 mAh x 3.85 V (1/%.0f)", 100.0 * r.battery_fraction,
+                                         r.battery_fraction > 0 ? 1.0 / r.battery_fraction : 0.0));
+  return t;
+}
+
+std::string format_json(const BenchReport& r) {
+  const BenchOptions& o = r.opt;
+  nlohmann::json j = {
+      {"model", r.path},
+      {"format", r.format},
+      {"arch", r.arch},
+      {"weights", r.weight_type},
+      {"file_size_bytes", r.file_size},
+      {"threads", o.threads},
+      {"prompt_tokens", o.prompt},
+      {"gen_tokens", o.gen},
+      {"runs", o.runs},
+      {"load_to_first_token_s", r.load_to_first_token_s},
+      {"prefill_tok_s", stat_json(r.prefill_tok_s)},
+      {"decode_tok_s", stat_json(r.decode_tok_s)},
+      {"baseline_rss_mb", r.baseline_rss_mb},
+      {"peak_rss_mb", r.peak_rss_mb},
+      {"peak_rss_increase_mb", r.peak_increase_mb},
+      {"bytes_per_token", r.bytes_per_token},
+      {"kv_bytes_per_token", r.kv_bytes_per_token},
+      {"bandwidth_bytes_s", r.bandwidth_bytes_s},
+      {"bandwidth_fraction", r.bandwidth_fraction},
+      {"roofline_tok_s", r.roofline_tok_s},
+      {"cpu_s_per_inference", r.cpu_s_per_inference},
+      {"energy_j", r.energy_j},
+      {"energy_source", r.energy_source},
+      {"watts_per_core", o.watts_per_core},
+      {"battery_fraction", r.battery_fraction},
+  };
+  return j.dump(2) + "\n";
+}
+
+}  // namespace pocket::bench

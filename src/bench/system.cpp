@@ -1,0 +1,94 @@
+#include "bench/system.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/thread_pool.h"
+#include "util/error.h"
+
+namespace pocket::bench {
+
+namespace {
+
+std::optional<uint64_t> read_u64_file(const char* path) {
+  std::ifstream in(path);
+  uint64_t v = 0;
+  if (!(in >> v)) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::optional<uint64_t> proc_status_kb(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const size_t n = std::strlen(field);
+  while (std::getline(in, line)) {
+    if (line.compare(0, n, field) == 0 && line.size() > n && line[n] == ':') {
+      unsigned long long kb = 0;
+      if (std::sscanf(line.c_str() + n + 1, "%llu", &kb) == 1) return kb;
+    }
+  }
+  return std::nullopt;
+}
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+std::optional<uint64_t> rapl_energy_uj() { return read_u64_file("/sys/class/powercap/intel-rapl:0/energy_uj"); }
+std::optional<uint64_t> rapl_max_energy_uj() {
+  return read_u64_file("/sys/class/powercap/intel-rapl:0/max_energy_range_uj");
+}
+
+double measure_read_bandwidth(int threads, uint64_t bytes, int reps) {
+  if (threads < 1 || reps < 1 || bytes < 4096) fail("bandwidth test: bad parameters");
+  const size_t n = static_cast<size_t>(bytes / sizeof(uint64_t));
+  // Not value-initialised: each thread writes (and so faults in) its own
+  // slice first, placing the pages where they are read.
+  std::unique_ptr<uint64_t[]> buf(new uint64_t[n]);
+  ThreadPool pool(threads);
+  std::vector<uint64_t> sums(static_cast<size_t>(threads));
+  pool.parallel_for(static_cast<int64_t>(n), [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) buf[static_cast<size_t>(i)] = static_cast<uint64_t>(i);
+  }, 8);
+  auto pass = [&] {
+    pool.parallel_for(static_cast<int64_t>(n), [&](int64_t b, int64_t e, int t) {
+      // Four independent sums so the compiler can vectorise and overlap loads.
+      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      int64_t i = b;
+      for (; i + 4 <= e; i += 4) {
+        s0 += buf[static_cast<size_t>(i)];
+        s1 += buf[static_cast<size_t>(i + 1)];
+        s2 += buf[static_cast<size_t>(i + 2)];
+        s3 += buf[static_cast<size_t>(i + 3)];
+      }
+      for (; i < e; ++i) s0 += buf[static_cast<size_t>(i)];
+      sums[static_cast<size_t>(t)] += s0 + s1 + s2 + s3;
+    }, 8);
+  };
+  pass();
+  std::vector<double> rates;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    pass();
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rates.push_back(static_cast<double>(n * sizeof(uint64_t)) / s);
+  }
+  // Keep the sums observable so the reads cannot be optimised away.
+  volatile uint64_t sink = 0;
+  for (auto s : sums) sink = sink + s;
+  std::sort(rates.begin(), rates.end());
+  return rates[rates.size() / 2];
+}
+
+}  // namespace pocket::bench

@@ -1,0 +1,26 @@
+// Process and machine measurements for `pocket bench`: resident memory,
+// CPU time, RAPL energy and read bandwidth. Linux only (/proc, /sys).
+#pragma once
+#include <cstdint>
+#include <optional>
+
+namespace pocket::bench {
+
+// A field of /proc/self/status in kB ("VmRSS", "VmHWM"); nullopt if absent.
+std::optional<uint64_t> proc_status_kb(const char* field);
+
+// CPU seconds used by this process (all threads, user + system).
+double process_cpu_seconds();
+
+// Package energy counter in microjoules (/sys/class/powercap/intel-rapl:0),
+// or nullopt when not readable (VMs, no permission).
+std::optional<uint64_t> rapl_energy_uj();
+// The counter's wrap-around range, for differences across a wrap.
+std::optional<uint64_t> rapl_max_energy_uj();
+
+// Read bandwidth in bytes/s: `threads` threads each sum their slice of a
+// `bytes`-sized buffer; median of `reps` passes (after one untimed pass that
+// also faults the pages in). The buffer is freed before returning.
+double measure_read_bandwidth(int threads, uint64_t bytes, int reps);
+
+}  // namespace pocket::bench

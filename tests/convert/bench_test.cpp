@@ -1,0 +1,70 @@
+// `pocket bench` end to end on a tiny created model: it runs and its --json
+// output has the expected keys and sane (not timed) values.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/test_util.h"
+
+namespace pocket {
+namespace {
+
+// Runs a shell command, returning stdout; the exit status goes to `rc`.
+std::string run(const std::string& cmd, int* rc) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  *rc = pclose(p);
+  return out;
+}
+
+TEST(BenchCli, JsonHasTheReportedFields) {
+  test::TempDir dir;
+  const std::string model = dir.file("tiny.pocket");
+  const std::string cli = POCKET_CLI_PATH;
+  int rc = -1;
+  run(cli + " create --preset tiny-qwen3 --weights q4 --group 32 -o " + model + " 2>&1", &rc);
+  ASSERT_EQ(rc, 0);
+  std::string out = run(cli + " bench -m " + model +
+                            " -p 32 -n 8 -t 2 --runs 2 --bandwidth-bytes 16777216 --watts-per-core 4 --json",
+                        &rc);
+  ASSERT_EQ(rc, 0) << out;
+  nlohmann::json j = nlohmann::json::parse(out);
+  for (const char* key : {"model", "format", "arch", "weights", "file_size_bytes", "threads", "prompt_tokens",
+                          "gen_tokens", "runs", "load_to_first_token_s", "prefill_tok_s", "decode_tok_s",
+                          "baseline_rss_mb", "peak_rss_mb", "peak_rss_increase_mb", "bytes_per_token",
+                          "kv_bytes_per_token", "bandwidth_bytes_s", "bandwidth_fraction", "roofline_tok_s",
+                          "cpu_s_per_inference", "energy_j", "energy_source", "watts_per_core", "battery_fraction"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  for (const char* key : {"prefill_tok_s", "decode_tok_s"}) {
+    EXPECT_LE(j[key]["min"].get<double>(), j[key]["median"].get<double>());
+    EXPECT_LE(j[key]["median"].get<double>(), j[key]["max"].get<double>());
+    EXPECT_GT(j[key]["min"].get<double>(), 0);
+  }
+  EXPECT_EQ(j["format"], "pocket");
+  EXPECT_EQ(j["threads"], 2);
+  EXPECT_EQ(j["prompt_tokens"], 32);
+  EXPECT_EQ(j["gen_tokens"], 8);
+  EXPECT_GT(j["file_size_bytes"].get<double>(), 0);
+  // KV bytes at the mean decode context (32 + 4.5 positions) of tiny-qwen3:
+  // 2 (K, V) x 2 layers x 2 kv heads x 32 head_dim x 2 bytes x 36.5.
+  EXPECT_DOUBLE_EQ(j["kv_bytes_per_token"].get<double>(), 2.0 * 2 * 2 * 32 * 2 * 36.5);
+
+  // The table form runs too and names its method.
+  std::string table = run(cli + " bench -m " + model + " -p 8 -n 4 -t 1 --runs 1 --bandwidth-bytes 16777216", &rc);
+  ASSERT_EQ(rc, 0) << table;
+  EXPECT_NE(table.find("1 warm-up + 1 runs"), std::string::npos) << table;
+
+  // Bad options fail with a message, not a crash.
+  std::string bad = run(cli + " bench -m " + model + " -p 0 2>&1", &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(bad.find("-p"), std::string::npos) << bad;
+}
+
+}  // namespace
+}  // namespace pocket
