@@ -66,10 +66,11 @@ TEST(Llama2c, Stories260K) {
   EXPECT_EQ(m.find("output.weight"), nullptr);
 
   // 264128 floats after the header, less the two 512 x 4 freq_cis tables.
-  std::string params;
-  for (const auto& [k, v] : m.info)
-    if (k == "parameters") params = v;
-  EXPECT_NE(params.find("(260032)"), std::string::npos) << params;
+  std::map<std::string, std::string> info(m.info.begin(), m.info.end());
+  EXPECT_NE(info["parameters"].find("(260032)"), std::string::npos) << info["parameters"];
+  EXPECT_EQ(info["tensor types"], "F32 x 47");  // embedding, final norm, 9 per layer
+  EXPECT_EQ(info["format"], "llama2c");
+  EXPECT_EQ(info["head dim"], "8");
 }
 
 class Llama2cRoundTrip : public ::testing::TestWithParam<std::tuple<Llama2cVersion, bool>> {};
