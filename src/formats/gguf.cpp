@@ -1,6 +1,9 @@
 #include "formats/gguf.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <set>
 
 #include "core/tensor.h"
@@ -305,7 +308,13 @@ std::vector<float> GgufFile::get_float_array(const std::string& key, bool requir
   if (a.elem_type == GgufType::F32) {
     for (uint64_t i = 0; i < a.count; ++i) out.push_back(load<float>(a.raw + 4 * i));
   } else if (a.elem_type == GgufType::F64) {
-    for (uint64_t i = 0; i < a.count; ++i) out.push_back(static_cast<float>(load<double>(a.raw + 8 * i)));
+    constexpr double kMax = std::numeric_limits<float>::max();
+    for (uint64_t i = 0; i < a.count; ++i) {
+      double d = load<double>(a.raw + 8 * i);
+      // A finite double beyond float's range would make the conversion undefined: saturate it.
+      if (std::isfinite(d)) d = std::clamp(d, -kMax, kMax);
+      out.push_back(static_cast<float>(d));
+    }
   } else {
     fail(path(), ": metadata '", key, "' should be an array of floats but holds ", gguf_type_name(a.elem_type));
   }

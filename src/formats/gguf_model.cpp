@@ -1,5 +1,6 @@
 // GGUF / Pocket file -> ModelFile: config from `<arch>.*` keys, tensors,
 // tokenizer.
+#include <cmath>
 #include <limits>
 
 #include "formats/external_vocab.h"
@@ -37,7 +38,11 @@ int int_key(const GgufFile& g, const std::string& key, std::optional<int> dflt) 
 
 float float_key(const GgufFile& g, const std::string& key, float dflt) {
   auto v = g.get_float(key);
-  return v ? static_cast<float>(*v) : dflt;
+  if (!v) return dflt;
+  // Converting a double outside float's range is undefined: refuse it here.
+  if (!(std::fabs(*v) <= std::numeric_limits<float>::max()))
+    fail(g.path(), ": metadata '", key, "' = ", *v, " is out of range");
+  return static_cast<float>(*v);
 }
 
 ModelConfig config_from_gguf(const GgufFile& g, const ModelFile& m) {

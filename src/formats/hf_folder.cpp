@@ -1,6 +1,7 @@
 #include "formats/hf_folder.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -44,7 +45,10 @@ float config_float(const json& j, const std::string& src, const char* key, float
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return dflt;
   if (!it->is_number()) fail(src, ": field '", key, "' is not a number");
-  return it->get<float>();
+  double v = it->get<double>();
+  // Converting a double outside float's range is undefined: refuse it here.
+  if (!(std::fabs(v) <= std::numeric_limits<float>::max())) fail(src, ": field '", key, "' = ", v, " is out of range");
+  return static_cast<float>(v);
 }
 
 Arch arch_from_config(const json& j, const std::string& src) {

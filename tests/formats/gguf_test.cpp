@@ -434,6 +434,13 @@ TEST_F(GgufModelErrors, MissingTensor) {
   EXPECT_NE(msg.find("blk.0.attn_k.bias"), std::string::npos) << msg;
 }
 
+TEST_F(GgufModelErrors, FloatOutOfRange) {
+  auto msg = open_with([](GgufWriter& g, SyntheticWeights&, ModelConfig&) {
+    g.set("qwen2.rope.freq_base", GgufMeta::f64(1e300));
+  });
+  EXPECT_NE(msg.find("qwen2.rope.freq_base"), std::string::npos) << msg;
+}
+
 TEST_F(GgufModelErrors, ZeroHeads) {
   auto msg = open_with([](GgufWriter& g, SyntheticWeights&, ModelConfig&) {
     g.set_u32("qwen2.attention.head_count", 0);

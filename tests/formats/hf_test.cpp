@@ -243,6 +243,8 @@ TEST(HfFolder, Errors) {
   EXPECT_NE(msg.find("n_kv_heads"), std::string::npos) << msg;
   msg = with_config([](json& j) { j["intermediate_size"] = 100; });
   EXPECT_NE(msg.find("ffn_gate.weight"), std::string::npos) << msg;
+  msg = with_config([](json& j) { j["rope_theta"] = 1e300; });
+  EXPECT_NE(msg.find("rope_theta"), std::string::npos) << msg;
   msg = with_config([](json& j) { j["hidden_size"] = "64"; });
   EXPECT_NE(msg.find("hidden_size"), std::string::npos) << msg;
   write_file(dir.file("config.json"), std::string("{not json"));
