@@ -17,7 +17,7 @@ namespace pocket {
 namespace {
 
 constexpr int kMaxArrayDepth = 8;              // nested arrays deeper than this are hostile
-constexpr uint64_t kMaxNestedArrays = 1 << 20;  // elements of one array-of-arrays
+constexpr uint64_t kMaxNestedArrays = 1 << 16;  // elements of one array-of-arrays
 constexpr uint64_t kMaxKeyLen = 65535;          // GGUF spec limit for keys
 constexpr uint64_t kMaxNameLen = 65535;
 constexpr uint32_t kMaxDims = 4;

@@ -130,7 +130,12 @@ TEST(HfFolder, Qwen2SingleFileTiedByConfig) {
   ModelConfig c = small_config(Arch::Qwen2);
   SyntheticWeights w = make_weights(c, /*tied=*/false, 4);  // lm_head present but tie_word_embeddings wins
   HfTensors h = encode_all(w, DType::F32);
-  write_safetensors(dir.file("model.safetensors"), h.views(w, DType::F32, names_of(w)));
+  // An extra 3-element F16 tensor first leaves every F32 tensor after it
+  // 2-byte aligned: the loader must hand out aligned copies.
+  const uint16_t extra[3] = {f32_to_f16(1.0f), f32_to_f16(2.0f), f32_to_f16(3.0f)};
+  std::vector<TensorView> views = h.views(w, DType::F32, names_of(w));
+  views.insert(views.begin(), TensorView{"model.extra_head.weight", DType::F16, {3}, extra, 6, 0});
+  write_safetensors(dir.file("model.safetensors"), views);
   write_file(dir.file("config.json"), hf_config(c, /*tie=*/true).dump());
 
   for (const std::string& path : {dir.path(), dir.file("model.safetensors")}) {
@@ -154,6 +159,10 @@ TEST(HfFolder, Qwen2SingleFileTiedByConfig) {
     EXPECT_EQ(m.find("output.weight"), nullptr);
     w.values.erase("output.weight");
     expect_weights(m, w, DType::F32);
+    for (const auto& [name, t] : m.tensors)
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % dtype_block_bytes(t.type), 0u) << name;
+    const TensorView& e = m.get("model.extra_head.weight");  // unknown names are kept as they are
+    EXPECT_EQ(ref_decode(DType::F16, e.data, 3), (std::vector<float>{1.0f, 2.0f, 3.0f}));
   }
 }
 
