@@ -41,7 +41,7 @@ std::string format_table(const BenchReport& r) {
   row("read bandwidth (measured)", fmt("%.1f GB/s", r.bandwidth_bytes_s / 1e9));
   row("decode roofline", fmt("%.1f tok/s; median decode uses %.0f%% of the bandwidth", r.roofline_tok_s,
                              100.0 * r.bandwidth_fraction));
-  row("CPU time per inference", fmt("%.3f CPU-s (%d in, %d out)", r.cpu_s_per_inference, o.prompt, o.gen));
+  row("CPU time per inference", fmt("%.3f CPU-s", r.cpu_s_per_inference) + " (" + std::to_string(o.prompt) + " in, " + std::to_string(o.gen) + " out)");
   row("energy per inference", fmt("%.2f J, ", r.energy_j) + r.energy_source);
   row("phone battery per inference", fmt("%.5f%% of 5,000 mAh x 3.85 V (1/%.0f)", 100.0 * r.battery_fraction,
                                          r.battery_fraction > 0 ? 1.0 / r.battery_fraction : 0.0));
