@@ -35,5 +35,6 @@ void add_tokenize(CLI::App& app, int& rc);
 void add_quantize(CLI::App& app, int& rc);
 void add_create(CLI::App& app, int& rc);
 void add_bench(CLI::App& app, int& rc);
+void add_eval(CLI::App& app, int& rc);
 
 }  // namespace pocket::cli

@@ -1,0 +1,141 @@
+// pocket eval: perplexity of a model on a text file and, with --ref, KL
+// divergence and top-1 agreement against a reference model on the same windows.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli_common.h"
+#include "eval/gguf_baseline.h"
+#include "eval/perplexity.h"
+#include "util/mapped_file.h"
+
+namespace pocket::cli {
+
+namespace {
+
+struct EvalArgs {
+  std::string model, tokenizer, ref, ref_tokenizer, text_file;
+  int ctx = 256, stride = 0, threads = 0;
+  int64_t max_tokens = 0;
+  bool json = false;
+};
+
+LoadedModel load(const std::string& path, const std::string& tokenizer) {
+  ModelOptions o;
+  o.model = path;
+  o.tokenizer = tokenizer;
+  return o.load();
+}
+
+nlohmann::json model_facts(const LoadedModel& m, const std::string& path) {
+  const eval::WeightStats s = eval::weight_stats(*m.file);
+  nlohmann::json types = nlohmann::json::object();
+  for (const auto& t : s.by_type) types[std::string(dtype_name(t.type))] = {{"tensors", t.tensors}, {"elements", t.elements}};
+  return {{"path", path},
+          {"format", m.file->format},
+          {"file_bytes", m.file->file_size},
+          {"weights", s.elements},
+          {"weight_bytes", s.bytes},
+          {"bits_per_weight", s.bits_per_weight()},
+          {"types", types}};
+}
+
+void print_text(const nlohmann::json& j) {
+  auto facts = [](const char* label, const nlohmann::json& m) {
+    std::printf("%s %s: %.3f bits/weight over %lld weights, file %llu bytes\n", label,
+                m["path"].get<std::string>().c_str(), m["bits_per_weight"].get<double>(),
+                static_cast<long long>(m["weights"].get<int64_t>()),
+                static_cast<unsigned long long>(m["file_bytes"].get<uint64_t>()));
+  };
+  facts("model", j["model"]);
+  if (j.contains("reference")) facts("reference", j["reference"]);
+  std::printf("text: %lld tokens, %lld windows of %d (stride %d), %lld scored positions\n",
+              static_cast<long long>(j["text_tokens"].get<int64_t>()), static_cast<long long>(j["windows"].get<int64_t>()),
+              j["ctx"].get<int>(), j["stride"].get<int>(), static_cast<long long>(j["scored"].get<int64_t>()));
+  std::printf("perplexity: %.4f\n", j["perplexity"].get<double>());
+  if (j.contains("reference")) {
+    std::printf("reference perplexity: %.4f\n", j["reference_perplexity"].get<double>());
+    std::printf("KL(ref || model): mean %.6f, p99 %.6f, max %.6f nats\n", j["kl_mean"].get<double>(),
+                j["kl_p99"].get<double>(), j["kl_max"].get<double>());
+    std::printf("top-1 agreement: %.4f\n", j["top1_agreement"].get<double>());
+  }
+  std::printf("time: %.2f s\n", j["seconds"].get<double>());
+}
+
+int run_eval(const EvalArgs& a) {
+  const std::string text = read_text_file(a.text_file);
+  LoadedModel m = load(a.model, a.tokenizer);
+  LoadedModel ref;
+  if (!a.ref.empty()) {
+    ref = load(a.ref, a.ref_tokenizer);
+    eval::check_same_vocab(*m.model, *m.tokenizer, *ref.model, *ref.tokenizer);
+  }
+  const std::vector<int32_t> tokens = eval::tokenize_for_eval(*m.tokenizer, text, a.text_file);
+
+  eval::EvalOptions o;
+  o.ctx = a.ctx;
+  o.stride = a.stride;
+  o.max_tokens = a.max_tokens;
+  ModelOptions threads;
+  threads.threads = a.threads;
+  o.threads = threads.resolve_threads();
+  o.add_bos = m.tokenizer->vocab().add_bos && m.tokenizer->vocab().bos_id >= 0;
+  o.bos_id = m.tokenizer->vocab().bos_id;
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const eval::EvalResult r = eval::evaluate(*m.model, ref.model.get(), tokens, o);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  nlohmann::json j = {{"model", model_facts(m, a.model.empty() ? m.file->path : a.model)},
+                      {"text_file", a.text_file},
+                      {"text_tokens", r.text_tokens},
+                      {"ctx", o.ctx},
+                      {"stride", eval::plan_stride(o)},
+                      {"bos", o.add_bos},
+                      {"windows", r.windows},
+                      {"scored", r.model.count},
+                      {"perplexity", r.model.perplexity()},
+                      {"nll_mean", r.model.mean()},
+                      {"seconds", seconds}};
+  if (r.has_reference) {
+    j["reference"] = model_facts(ref, a.ref);
+    j["reference_perplexity"] = r.reference.perplexity();
+    j["kl_mean"] = r.kl_mean;
+    j["kl_p99"] = r.kl_p99;
+    j["kl_max"] = r.kl_max;
+    j["top1_agreement"] = r.top1_agreement;
+  }
+  if (a.json)
+    std::printf("%s\n", j.dump(2).c_str());
+  else
+    print_text(j);
+  return 0;
+}
+
+}  // namespace
+
+void add_eval(CLI::App& app, int& rc) {
+  auto a = std::make_shared<EvalArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "eval", "Perplexity on a text file; with --ref also KL divergence and top-1 agreement against a reference model");
+  sub->add_option("-m,--model", a->model, "Model to evaluate (default: the default model)");
+  sub->add_option("--tokenizer", a->tokenizer, "Tokenizer file for the model");
+  sub->add_option("--ref", a->ref, "Reference model (e.g. the F32 original); must share the vocabulary");
+  sub->add_option("--ref-tokenizer", a->ref_tokenizer, "Tokenizer file for the reference model");
+  sub->add_option("-f,--file", a->text_file, "Plain text file to evaluate on")->required();
+  sub->add_option("--ctx", a->ctx, "Window length in tokens, BOS included (default 256)")->check(CLI::Range(2, 1 << 20));
+  sub->add_option("--stride", a->stride, "Tokens between window starts (default ctx/2, at most ctx-1)")
+      ->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--max-tokens", a->max_tokens, "Evaluate only the first N text tokens (default: all)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  sub->add_option("-t,--threads", a->threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 256));
+  sub->add_flag("--json", a->json, "Print the results as JSON");
+  sub->footer(
+      "Every text token is scored once, in strided windows: windows of --ctx tokens start every --stride tokens\n"
+      "and each scores only the tokens earlier windows did not, so past the first window every scored token has\n"
+      "at least ctx - stride tokens of context. KL is KL(P_ref || P_model) in nats per scored position.");
+  sub->callback([a, &rc] { rc = run_eval(*a); });
+}
+
+}  // namespace pocket::cli
