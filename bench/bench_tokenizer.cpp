@@ -4,6 +4,11 @@
 // runs, median. Both wall time and this thread's CPU time are reported: the
 // shared build machine is often oversubscribed, and CPU time is then the
 // fairer single-core figure.
+//
+// Usage: bench_tokenizer [--once] [shared_dir]
+//   --once: build the tokenizer once and encode each text once, no timing
+//   repeats; for instruction counts under
+//   valgrind --tool=callgrind --toggle-collect='pocket::Tokenizer::encode*'.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -31,10 +36,10 @@ struct Timing {
   double wall, cpu;  // medians, seconds
 };
 
-Timing median_seconds(const std::function<void()>& fn) {
-  fn();  // warm-up
+Timing median_seconds(const std::function<void()>& fn, int runs) {
+  if (runs > 1) fn();  // warm-up
   std::vector<double> wall, cpu;
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < runs; ++i) {
     const auto a = Clock::now();
     const double c = thread_cpu_seconds();
     fn();
@@ -43,22 +48,27 @@ Timing median_seconds(const std::function<void()>& fn) {
   }
   std::sort(wall.begin(), wall.end());
   std::sort(cpu.begin(), cpu.end());
-  return {wall[2], cpu[2]};
+  return {wall[runs / 2], cpu[runs / 2]};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const std::string shared = argc > 1 ? argv[1] : POCKET_SHARED_DIR;
+  std::string shared = POCKET_SHARED_DIR;
+  int runs = 5;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--once") runs = 1;
+    else shared = argv[i];
+  }
   const std::string dir = shared + "/tokenizers/qwen3";
 
   std::shared_ptr<const pocket::Tokenizer> tok;
   const Timing t_json = median_seconds([&] {
     tok = pocket::Tokenizer::create(
         pocket::vocab_from_hf_json(dir + "/tokenizer.json", dir + "/tokenizer_config.json", nullptr));
-  });
+  }, runs);
   const std::vector<uint8_t> bin = tok->serialize();
-  const Timing t_bin = median_seconds([&] { tok = pocket::Tokenizer::deserialize(bin.data(), bin.size()); });
+  const Timing t_bin = median_seconds([&] { tok = pocket::Tokenizer::deserialize(bin.data(), bin.size()); }, runs);
 
   const std::string zh = pocket::read_text_file(shared + "/data/zh/ChnSentiCorp_htl_all.csv");
   const std::string en = pocket::read_text_file(shared + "/data/en/wikitext2/test.txt");
@@ -75,7 +85,7 @@ int main(int argc, char** argv) try {
                      std::to_string(t_bin.wall * 1e3) + ",\"load_binary_cpu_ms\":" + std::to_string(t_bin.cpu * 1e3);
   for (const auto& c : cases) {
     size_t n_tokens = 0;
-    const Timing t = median_seconds([&] { n_tokens = tok->encode(c.text).size(); });
+    const Timing t = median_seconds([&] { n_tokens = tok->encode(c.text).size(); }, runs);
     const double mb = c.text.size() / 1e6;
     std::printf("encode %-12s %5.2f MB: %6.1f MB/s wall %6.1f MB/s cpu, %zu tokens (%.2f bytes/token)\n", c.name, mb,
                 mb / t.wall, mb / t.cpu, n_tokens, double(c.text.size()) / n_tokens);

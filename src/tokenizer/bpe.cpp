@@ -51,7 +51,7 @@ void unlink_right(std::vector<Symbol>& syms, int32_t left) {
 
 }  // namespace
 
-void Tokenizer::Impl::bpe_byte_level(std::string_view word, std::vector<int32_t>& out) const {
+void Tokenizer::Impl::bpe_byte_level(std::string_view word, BpeScratch& scratch, std::vector<int32_t>& out) const {
   const auto* p = reinterpret_cast<const unsigned char*>(word.data());
   const size_t n = word.size();
   if (vocab.ignore_merges) {  // Llama 3: a word that is a token is not merged
@@ -64,6 +64,47 @@ void Tokenizer::Impl::bpe_byte_level(std::string_view word, std::vector<int32_t>
     out.push_back(byte_ids[p[0]]);
     return;
   }
+  if (n > kShortWord) {
+    bpe_byte_level_heap(word, out);
+    return;
+  }
+  // Short words (nearly all of them): the symbols stay in contiguous arrays
+  // and each step scans for the lowest rank. For n <= kShortWord this beats
+  // a heap: no stale entries, no pointer chasing, and the scan is a tight
+  // loop over a few cache lines.
+  int32_t* ids = scratch.ids;
+  int32_t* ranks = scratch.ranks;    // rank of the pair (k, k+1); kNoMerge if none
+  int32_t* merged = scratch.merged;  // the id that pair becomes
+  for (size_t i = 0; i < n; ++i) ids[i] = byte_ids[p[i]];
+  for (size_t i = 0; i + 1 < n; ++i) merges.prefetch(ids[i], ids[i + 1]);
+  auto rank_pair = [&](size_t k) {
+    const auto v = merges.find(ids[k], ids[k + 1]);
+    ranks[k] = v.rank >= 0 ? v.rank : kNoMerge;
+    merged[k] = v.merged;
+  };
+  for (size_t i = 0; i + 1 < n; ++i) rank_pair(i);
+  size_t len = n;
+  while (len > 1) {
+    size_t best = 0;
+    for (size_t k = 1; k + 1 < len; ++k)
+      if (ranks[k] < ranks[best]) best = k;  // strict: ties go to the leftmost pair
+    if (ranks[best] == kNoMerge) break;
+    ids[best] = merged[best];
+    const size_t tail = len - best - 2;  // symbols after the absorbed right one
+    std::memmove(ids + best + 1, ids + best + 2, tail * sizeof(int32_t));
+    std::memmove(ranks + best + 1, ranks + best + 2, tail * sizeof(int32_t));
+    std::memmove(merged + best + 1, merged + best + 2, tail * sizeof(int32_t));
+    --len;
+    if (best + 1 < len) rank_pair(best);
+    else ranks[best] = kNoMerge;
+    if (best > 0) rank_pair(best - 1);
+  }
+  out.insert(out.end(), ids, ids + len);
+}
+
+void Tokenizer::Impl::bpe_byte_level_heap(std::string_view word, std::vector<int32_t>& out) const {
+  const auto* p = reinterpret_cast<const unsigned char*>(word.data());
+  const size_t n = word.size();
   std::vector<Symbol> syms(n);
   for (size_t i = 0; i < n; ++i)
     syms[i] = {byte_ids[p[i]], static_cast<uint32_t>(i), 1, static_cast<int32_t>(i) - 1,

@@ -1,12 +1,13 @@
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
-#include <unordered_map>
+#include <optional>
 
 #include "tokenizer/byte_level.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode.h"
+#include "tokenizer/word_cache.h"
 #include "util/error.h"
 
 namespace pocket {
@@ -164,10 +165,7 @@ bool Tokenizer::Impl::strips_leading_space(int32_t id, int32_t prev) const {
 void Tokenizer::Impl::encode_segment(std::string_view text, bool at_start, std::vector<int32_t>& out) const {
   if (text.empty()) return;
   std::string normalized;
-  if (vocab.nfc && !unicode::nfc_quick_check(text)) {
-    normalized = unicode::nfc(text);
-    text = normalized;
-  }
+  if (vocab.nfc) text = unicode::nfc(text, normalized);
   if (vocab.kind == TokenizerKind::SentencePieceBPE) {
     if (vocab.add_space_prefix && at_start) {
       std::string spaced = " ";
@@ -186,11 +184,11 @@ void Tokenizer::Impl::encode_segment(std::string_view text, bool at_start, std::
   }
   std::vector<uint32_t> ends;
   pretokenize(vocab.pre, text, ends);
-  // Words repeat a lot in real text: remember where each word's ids were
-  // first written to `out` and copy them on the next occurrence.
-  const bool use_cache = ends.size() > 16;
-  std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> cache;
-  if (use_cache) cache.reserve(ends.size() / 4);
+  BpeScratch scratch;
+  // Short texts (a chat turn) skip the cache: setting it up costs more than
+  // it saves there.
+  std::optional<tok_detail::WordCache> cache;
+  if (ends.size() > 64) cache.emplace(text);
   uint32_t begin = 0;
   for (uint32_t end : ends) {
     const std::string_view word = text.substr(begin, end - begin);
@@ -199,18 +197,19 @@ void Tokenizer::Impl::encode_segment(std::string_view text, bool at_start, std::
       out.push_back(byte_ids[static_cast<unsigned char>(word[0])]);
       continue;
     }
-    if (use_cache) {
-      auto [it, inserted] = cache.try_emplace(word, static_cast<uint32_t>(out.size()), 0u);
-      if (!inserted) {
-        const auto [at, n] = it->second;
-        for (uint32_t k = 0; k < n; ++k) out.push_back(out[at + k]);
-        continue;
-      }
-      bpe_byte_level(word, out);
-      it->second.second = static_cast<uint32_t>(out.size()) - it->second.first;
-    } else {
-      bpe_byte_level(word, out);
+    if (!cache) {
+      bpe_byte_level(word, scratch, out);
+      continue;
     }
+    bool found;
+    tok_detail::WordCache::Hit* hit = cache->find(word, found);
+    if (found) {
+      for (uint32_t k = 0; k < hit->count; ++k) out.push_back(out[hit->at + k]);
+      continue;
+    }
+    hit->at = static_cast<uint32_t>(out.size());
+    bpe_byte_level(word, scratch, out);
+    hit->count = static_cast<uint32_t>(out.size()) - hit->at;
   }
 }
 

@@ -3,6 +3,7 @@
 // serialize.cpp: binary form, stream_decoder.cpp).
 #pragma once
 #include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,15 @@ struct Tokenizer::Impl {
   // Encodes text that contains no special tokens to match.
   void encode_segment(std::string_view text, bool at_start, std::vector<int32_t>& out) const;
   // Byte-level BPE of one pre-token; SentencePiece BPE of one segment.
-  void bpe_byte_level(std::string_view word, std::vector<int32_t>& out) const;
+  // Words of up to kShortWord bytes are merged in `scratch` with a linear
+  // scan, longer ones with a heap (O(n log n) for adversarial input).
+  static constexpr size_t kShortWord = 64;
+  static constexpr int32_t kNoMerge = INT32_MAX;
+  struct BpeScratch {
+    int32_t ids[kShortWord], ranks[kShortWord], merged[kShortWord];
+  };
+  void bpe_byte_level(std::string_view word, BpeScratch& scratch, std::vector<int32_t>& out) const;
+  void bpe_byte_level_heap(std::string_view word, std::vector<int32_t>& out) const;
   void bpe_sentencepiece(std::string_view text, std::vector<int32_t>& out) const;
   // Does decode drop the leading space of token `k` of a sequence whose
   // previous token is `prev` (-1 at the start)?

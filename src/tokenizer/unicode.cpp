@@ -55,6 +55,58 @@ uint32_t compose_pair(uint32_t a, uint32_t b) {
   return it != end && it->key == key ? it->composite : 0;
 }
 
+// NFC of a chunk, the whole algorithm: decomposition, ordering, composition.
+void nfc_chunk(std::string_view s, std::string& r) {
+  // 1. Full canonical decomposition.
+  std::vector<uint32_t> cps;
+  cps.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    size_t len;
+    decompose(decode(s, i, len), cps);
+    i += len;
+  }
+  // 2. Canonical ordering: stable sort each run of non-starters by class.
+  for (size_t i = 0; i < cps.size();) {
+    if (combining_class(cps[i]) == 0) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < cps.size() && combining_class(cps[j]) != 0) ++j;
+    std::stable_sort(cps.begin() + i, cps.begin() + j,
+                     [](uint32_t a, uint32_t b) { return combining_class(a) < combining_class(b); });
+    i = j;
+  }
+  // 3. Canonical composition.
+  std::vector<uint32_t> out;
+  out.reserve(cps.size());
+  size_t starter = SIZE_MAX;  // index in out of the last starter
+  int last_ccc = -1;          // class of the last character appended after the starter
+  for (uint32_t cp : cps) {
+    const int ccc = combining_class(cp);
+    if (starter != SIZE_MAX) {
+      // cp is not blocked from the starter if nothing in between has class
+      // 0 or >= ccc (or nothing is in between at all).
+      const bool adjacent = out.size() == starter + 1;
+      if (adjacent || (last_ccc != 0 && last_ccc < ccc)) {
+        if (uint32_t c = compose_pair(out[starter], cp)) {
+          out[starter] = c;
+          continue;
+        }
+      }
+    }
+    if (ccc == 0) {
+      starter = out.size();
+      last_ccc = -1;
+    } else {
+      last_ccc = ccc;
+    }
+    out.push_back(cp);
+    if (ccc == 0) last_ccc = -1;
+  }
+  for (uint32_t cp : out) append_utf8(r, cp);
+}
+
 }  // namespace
 
 void append_utf8(std::string& out, uint32_t cp) {
@@ -107,83 +159,82 @@ size_t complete_utf8_prefix(std::string_view s, size_t* incomplete_tail) {
   return i;
 }
 
-bool nfc_quick_check(std::string_view s) {
-  size_t i = 0;
+namespace {
+
+// Position of the first code point at or after i that NFC may change
+// (s.size() if none); `stable` is set to the start of the last code point
+// before it that NFC cannot touch (or left as is if there is none).
+size_t next_unstable(std::string_view s, size_t i, size_t& stable) {
   const size_t n = s.size();
   while (i < n) {
     // ASCII never changes under NFC; skip it eight bytes at a time.
-    while (i + 8 <= n) {
+    if (i + 8 <= n) {
       uint64_t w;
       __builtin_memcpy(&w, s.data() + i, 8);
-      if (w & 0x8080808080808080ull) break;
-      i += 8;
-    }
-    if (i >= n) break;
-    if (static_cast<unsigned char>(s[i]) < 0x80) {
-      ++i;
-      continue;
+      if (!(w & 0x8080808080808080ull)) {
+        stable = i + 7;
+        i += 8;
+        continue;
+      }
     }
     size_t len;
-    uint32_t cp = decode(s, i, len);
-    if (cp < kInvalidBase && nfc_may_change(cp)) return false;
+    const uint32_t cp = decode(s, i, len);
+    if (cp < kInvalidBase && nfc_may_change(cp)) return i;
+    stable = i;
     i += len;
   }
-  return true;
+  return n;
+}
+
+}  // namespace
+
+bool nfc_quick_check(std::string_view s) {
+  size_t stable = 0;
+  return next_unstable(s, 0, stable) == s.size();
+}
+
+// NFC(xy) == NFC(x) NFC(y) whenever y starts with a code point that NFC
+// cannot touch (its flag is clear: a starter that never composes with what
+// precedes it). So only the chunks from the last such code point before a
+// flagged one up to the next such code point go through the full algorithm;
+// the rest is copied.
+std::string_view nfc(std::string_view s, std::string& storage) {
+  size_t stable = 0;
+  size_t i = next_unstable(s, 0, stable);
+  if (i == s.size()) return s;
+  storage.clear();
+  storage.reserve(s.size() + s.size() / 8);
+  size_t copied = 0;
+  while (i < s.size()) {
+    const size_t chunk = std::max(stable, copied);
+    storage.append(s.data() + copied, chunk - copied);
+    // Extend past every code point NFC may change.
+    size_t end = i, len;
+    while (end < s.size()) {
+      const uint32_t cp = decode(s, end, len);
+      if (cp >= kInvalidBase || !nfc_may_change(cp)) break;
+      end += len;
+    }
+    nfc_chunk(s.substr(chunk, end - chunk), storage);
+    copied = end;
+    stable = end;
+    i = next_unstable(s, end, stable);
+  }
+  storage.append(s.data() + copied, s.size() - copied);
+  return storage;
+}
+
+std::string nfc_full(std::string_view s) {
+  std::string r;
+  nfc_chunk(s, r);
+  return r;
 }
 
 std::string nfc(std::string_view s) {
-  if (nfc_quick_check(s)) return std::string(s);
-  // 1. Full canonical decomposition.
-  std::vector<uint32_t> cps;
-  cps.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    size_t len;
-    decompose(decode(s, i, len), cps);
-    i += len;
-  }
-  // 2. Canonical ordering: stable sort each run of non-starters by class.
-  for (size_t i = 0; i < cps.size();) {
-    if (combining_class(cps[i]) == 0) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < cps.size() && combining_class(cps[j]) != 0) ++j;
-    std::stable_sort(cps.begin() + i, cps.begin() + j,
-                     [](uint32_t a, uint32_t b) { return combining_class(a) < combining_class(b); });
-    i = j;
-  }
-  // 3. Canonical composition.
-  std::vector<uint32_t> out;
-  out.reserve(cps.size());
-  size_t starter = SIZE_MAX;  // index in out of the last starter
-  int last_ccc = -1;          // class of the last character appended after the starter
-  for (uint32_t cp : cps) {
-    const int ccc = combining_class(cp);
-    if (starter != SIZE_MAX) {
-      // cp is not blocked from the starter if nothing in between has class
-      // 0 or >= ccc (or nothing is in between at all).
-      const bool adjacent = out.size() == starter + 1;
-      if (adjacent || (last_ccc != 0 && last_ccc < ccc)) {
-        if (uint32_t c = compose_pair(out[starter], cp)) {
-          out[starter] = c;
-          continue;
-        }
-      }
-    }
-    if (ccc == 0) {
-      starter = out.size();
-      last_ccc = -1;
-    } else {
-      last_ccc = ccc;
-    }
-    out.push_back(cp);
-    if (ccc == 0) last_ccc = -1;
-  }
-  std::string r;
-  r.reserve(s.size() + 8);
-  for (uint32_t cp : out) append_utf8(r, cp);
-  return r;
+  std::string storage;
+  const std::string_view r = nfc(s, storage);
+  if (r.data() != storage.data()) return std::string(s);
+  return storage;
 }
 
 }  // namespace pocket::unicode

@@ -71,5 +71,11 @@ bool nfc_quick_check(std::string_view s);
 // ordering, canonical composition with exclusions, Hangul). Invalid bytes
 // pass through unchanged and block composition across them.
 std::string nfc(std::string_view s);
+// The same in one pass without copying already-normalized text: returns s
+// itself if it is NFC, else its NFC written into `storage`.
+std::string_view nfc(std::string_view s, std::string& storage);
+// NFC by the full algorithm over the whole text, without the shortcut of
+// normalizing only the chunks that can change; a reference for tests.
+std::string nfc_full(std::string_view s);
 
 }  // namespace pocket::unicode

@@ -3,6 +3,7 @@
 // check_nfc.cpp separately compares NFC with libutf8proc on every code point.
 #include <gtest/gtest.h>
 
+#include "common/test_util.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/unicode.h"
 
@@ -66,6 +67,32 @@ TEST(Unicode, NfcExamples) {
   EXPECT_TRUE(nfc_quick_check("中文和English混合"));
   EXPECT_TRUE(nfc_quick_check("\xC3\xA9"));  // precomposed é is already NFC
   EXPECT_FALSE(nfc_quick_check("e\xCC\x81"));
+}
+
+// nfc() normalizes only the chunks around code points NFC may change; it
+// must agree with the full algorithm over the whole text. The strings mix
+// stable characters with everything that interacts across them: combining
+// marks of different classes, characters that decompose and recompose,
+// singletons, Hangul jamo and syllables, exclusions and invalid bytes.
+TEST(Unicode, NfcChunksAgreeWithFullAlgorithm) {
+  const std::vector<std::string> pieces = {
+      "a", "e", "q", " ", "中", "\xC3\xA9", "\xE1\xB8\x8B", "\xCC\x81", "\xCC\x87", "\xCC\xA3", "\xCD\x85",
+      "\xE2\x84\xAB", "\xE1\x84\x92", "\xE1\x85\xA1", "\xE1\x86\xAB", "\xED\x95\x98", "\xEA\xB0\x80",
+      "\xE0\xA5\x98", "\xE0\xA4\xBC", "\xFF", "\xE4\xB8", "abcdefgh", "\xEF\xBC\x8C", "\xE3\x82\xAB",
+      "\xE3\x82\x99"};
+  test::Rng rng(7);
+  size_t changed = 0;
+  for (int iter = 0; iter < 4000; ++iter) {
+    std::string s;
+    const size_t n = 1 + rng.next() % 24;
+    for (size_t k = 0; k < n; ++k) s += pieces[rng.next() % pieces.size()];
+    const std::string want = nfc_full(s);
+    ASSERT_EQ(nfc(s), want) << "case " << iter;
+    std::string storage;
+    ASSERT_EQ(nfc(s, storage), want) << "case " << iter;
+    changed += want != s;
+  }
+  EXPECT_GT(changed, 1000u);  // the strings do exercise normalization
 }
 
 TEST(PreTokenizer, RecognisesExactRegexes) {
