@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <system_error>
+#include <thread>
 
 #include "core/tensor.h"
 #include "quant/pq_format.h"
@@ -10,84 +12,6 @@
 #include "util/half.h"
 
 namespace pocket {
-namespace quant {
-
-namespace {
-
-float round_half(float v) { return f16_to_f32(f32_to_f16(v)); }
-
-int pq4_code(float x, float s, float m) { return pq4_code(x, Pq4Params{s, m}); }
-
-double pq4_error(const float* x, int n, Pq4Params p) {
-  double e = 0;
-  for (int i = 0; i < n; ++i) {
-    double d = static_cast<double>(p.s) * pq4_code(x[i], p) + p.m - x[i];
-    e += d * d;
-  }
-  return e;
-}
-
-// Least-squares s, m for fixed codes (regression of x on q); false if the
-// codes are all equal.
-bool refit(const float* x, int n, Pq4Params& p) {
-  double sq = 0, sqq = 0, sx = 0, sqx = 0;
-  for (int i = 0; i < n; ++i) {
-    double q = pq4_code(x[i], p.s, p.m);
-    sq += q;
-    sqq += q * q;
-    sx += x[i];
-    sqx += q * x[i];
-  }
-  double det = n * sqq - sq * sq;
-  if (det <= 0) return false;
-  double s = (n * sqx - sq * sx) / det;
-  if (!(s > 0)) return false;
-  p.s = round_half(static_cast<float>(s));
-  p.m = round_half(static_cast<float>((sx - s * sq) / n));
-  return p.s > 0.0f;
-}
-
-}  // namespace
-
-int pq4_code(float x, Pq4Params p) {
-  if (!(p.s > 0.0f)) return 0;
-  return static_cast<int>(std::clamp(std::nearbyint((x - p.m) / p.s), 0.0f, 15.0f));
-}
-
-Pq4Params minmax_pq4_group(const float* x, int n) {
-  float lo = *std::min_element(x, x + n), hi = *std::max_element(x, x + n);
-  return {round_half((hi - lo) / 15.0f), round_half(lo)};
-}
-
-Pq4Params fit_pq4_group(const float* x, int n) {
-  Pq4Params best = minmax_pq4_group(x, n);
-  float lo = *std::min_element(x, x + n), hi = *std::max_element(x, x + n);
-  if (!(hi > lo)) return {0.0f, round_half(lo)};
-  double best_err = pq4_error(x, n, best);
-  // Candidate ranges clip the extremes by up to ~30% (outliers cost less
-  // than resolution lost on every other element); each start is refined by
-  // two rounds of least squares on its codes.
-  for (int i = 0; i <= 12; ++i) {
-    for (int j = 0; j <= 12; j += 3) {
-      float a = lo + (hi - lo) * 0.025f * static_cast<float>(j);
-      float b = hi - (hi - lo) * 0.025f * static_cast<float>(i);
-      if (!(b > a)) continue;
-      Pq4Params p{round_half((b - a) / 15.0f), round_half(a)};
-      if (!(p.s > 0.0f)) continue;
-      for (int it = 0; it < 3; ++it) {
-        double e = pq4_error(x, n, p);
-        if (e < best_err) {
-          best_err = e;
-          best = p;
-        }
-        if (it == 2 || !refit(x, n, p)) break;
-      }
-    }
-  }
-  return best;
-}
-
-}  // namespace quant
 
 namespace {
 
@@ -142,10 +66,10 @@ void quantize_pq_row(DType type, const float* x, int64_t cols, int g, int64_t ro
       quant::Pq4Params p = quant::fit_pq4_group(xg, n);
       put_u16(blk + 2 * r, f32_to_f16(p.s));
       put_u16(blk + 32 + 2 * r, f32_to_f16(p.m));
-      for (int k = 0; k < n; ++k) {
-        int q = quant::pq4_code(xg[k], p);
-        data[(k / 8) * 64 + 4 * r + (k % 4)] |= static_cast<uint8_t>((k % 8) < 4 ? q : q << 4);
-      }
+      uint8_t q[128];
+      quant::pq4_codes(xg, n, p, q);
+      for (int k = 0; k < n; ++k)
+        data[(k / 8) * 64 + 4 * r + (k % 4)] |= static_cast<uint8_t>((k % 8) < 4 ? q[k] : q[k] << 4);
     } else {
       uint16_t sh = f32_to_f16(amax(xg, n) / 127.0f);
       float s = f16_to_f32(sh), inv = s > 0 ? 1.0f / s : 0.0f;
@@ -170,29 +94,48 @@ std::vector<uint8_t> quantize(const float* w, int64_t rows, int64_t cols, DType 
   uint64_t nbytes = tensor_nbytes(type, {rows, cols}, pq ? group : 0, "quantize");
   std::vector<uint8_t> out(nbytes, 0);
   const uint64_t row_bytes = dtype_row_bytes(type, static_cast<uint64_t>(cols), pq ? group : 0);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* x = w + r * cols;
-    uint8_t* dst = out.data() + r * row_bytes;  // plain and GGUF types: rows back to back
-    switch (type) {
-      case DType::F32:
-        std::memcpy(dst, x, static_cast<size_t>(cols) * 4);
-        break;
-      case DType::F16:
-      case DType::BF16:
-        for (int64_t k = 0; k < cols; ++k) put_u16(dst + 2 * k, type == DType::F16 ? f32_to_f16(x[k]) : f32_to_bf16(x[k]));
-        break;
-      case DType::Q8_0:
-        quantize_q8_0(x, cols, dst);
-        break;
-      case DType::Q4_0:
-        quantize_q4_0(x, cols, dst);
-        break;
-      case DType::PQ4:
-      case DType::PQ8:
-        quantize_pq_row(type, x, cols, group, r, out.data());
-        break;
+  auto quantize_rows = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* x = w + r * cols;
+      uint8_t* dst = out.data() + r * row_bytes;  // plain and GGUF types: rows back to back
+      switch (type) {
+        case DType::F32:
+          std::memcpy(dst, x, static_cast<size_t>(cols) * 4);
+          break;
+        case DType::F16:
+        case DType::BF16:
+          for (int64_t k = 0; k < cols; ++k) put_u16(dst + 2 * k, type == DType::F16 ? f32_to_f16(x[k]) : f32_to_bf16(x[k]));
+          break;
+        case DType::Q8_0:
+          quantize_q8_0(x, cols, dst);
+          break;
+        case DType::Q4_0:
+          quantize_q4_0(x, cols, dst);
+          break;
+        case DType::PQ4:
+        case DType::PQ8:
+          quantize_pq_row(type, x, cols, group, r, out.data());
+          break;
+      }
+    }
+  };
+  // Threads take whole 16-row tiles (PQ rows of a tile share bytes); only
+  // PQ4's fit costs enough to pay for starting threads.
+  const int64_t tiles = (rows + pq::kTileRows - 1) / pq::kTileRows;
+  const int64_t threads = type == DType::PQ4 && rows * cols >= (int64_t{1} << 16)
+                              ? std::min<int64_t>(tiles, std::max(1u, std::thread::hardware_concurrency()))
+                              : 1;
+  auto bound = [&](int64_t t) { return std::min(rows, tiles * t / threads * pq::kTileRows); };
+  std::vector<std::thread> workers;
+  for (int64_t t = 1; t < threads; ++t) {
+    try {
+      workers.emplace_back(quantize_rows, bound(t), bound(t + 1));
+    } catch (const std::system_error&) {  // no thread available: do it here
+      quantize_rows(bound(t), bound(t + 1));
     }
   }
+  quantize_rows(0, bound(1));
+  for (auto& th : workers) th.join();
   return out;
 }
 

@@ -10,9 +10,11 @@ namespace pocket {
 
 // `group` is the PQ4/PQ8 group size (32, 64 or 128) and ignored otherwise.
 // PQ4 picks each group's scale and offset to minimise the squared error
-// (grid search over clipping ranges, each refined by least squares);
+// (a few clipping ranges, each refined by closed-form least squares);
 // Q4_0/Q8_0/PQ8 use round-to-nearest on the absolute maximum, as GGUF does.
-// Fails with pocket::Error on bad sizes/groups or non-finite weights.
+// Fails with pocket::Error on bad sizes/groups or non-finite weights. Large
+// tensors are split over hardware threads by 16-row tiles; the bytes do not
+// depend on the split.
 std::vector<uint8_t> quantize(const float* w, int64_t rows, int64_t cols, DType type, int group);
 
 namespace quant {
@@ -26,6 +28,8 @@ struct Pq4Params {
 Pq4Params fit_pq4_group(const float* x, int n);
 // The code of x under p (round to nearest, clamped to 0..15).
 int pq4_code(float x, Pq4Params p);
+// pq4_code for x[0..n) into codes[0..n).
+void pq4_codes(const float* x, int n, Pq4Params p, uint8_t* codes);
 // Plain min/max round-to-nearest choice (the baseline fit_pq4_group beats).
 Pq4Params minmax_pq4_group(const float* x, int n);
 

@@ -161,6 +161,20 @@ TEST(Quantize, Pq4NeverWorseThanMinMaxPerGroup) {
   }
 }
 
+// A tensor large enough to be split over threads must give the same bytes
+// as quantizing it tile by tile (each call too small to be split).
+TEST(Quantize, Pq4ThreadedMatchesTileByTile) {
+  const int64_t rows = 165, cols = 512, tile = 16;
+  auto w = heavy_tailed_data(rows * cols, 77);
+  auto whole = quantize(w.data(), rows, cols, DType::PQ4, 64);
+  std::vector<uint8_t> pieces;
+  for (int64_t r0 = 0; r0 < rows; r0 += tile) {
+    auto part = quantize(w.data() + r0 * cols, std::min(tile, rows - r0), cols, DType::PQ4, 64);
+    pieces.insert(pieces.end(), part.begin(), part.end());
+  }
+  EXPECT_EQ(whole, pieces);
+}
+
 TEST(Quantize, RejectsBadInput) {
   std::vector<float> w(64, 0.5f);
   EXPECT_THROW(quantize(w.data(), 2, 32, DType::PQ4, 48), Error);
