@@ -68,38 +68,43 @@ void Tokenizer::Impl::bpe_byte_level(std::string_view word, BpeScratch& scratch,
     bpe_byte_level_heap(word, out);
     return;
   }
-  // Short words (nearly all of them): the symbols stay in contiguous arrays
-  // and each step scans for the lowest rank. For n <= kShortWord this beats
-  // a heap: no stale entries, no pointer chasing, and the scan is a tight
-  // loop over a few cache lines.
-  int32_t* ids = scratch.ids;
-  int32_t* ranks = scratch.ranks;    // rank of the pair (k, k+1); kNoMerge if none
-  int32_t* merged = scratch.merged;  // the id that pair becomes
-  for (size_t i = 0; i < n; ++i) ids[i] = byte_ids[p[i]];
-  for (size_t i = 0; i + 1 < n; ++i) merges.prefetch(ids[i], ids[i + 1]);
-  auto rank_pair = [&](size_t k) {
-    const auto v = merges.find(ids[k], ids[k + 1]);
-    ranks[k] = v.rank >= 0 ? v.rank : kNoMerge;
-    merged[k] = v.merged;
+  // Short words (nearly all of them): the symbols stay in one contiguous
+  // array and each step scans for the lowest rank. For n <= kShortWord this
+  // beats a heap: no stale entries, no pointer chasing, and the scan is a
+  // tight loop over a few cache lines.
+  BpeScratch::Sym* syms = scratch.syms;
+  for (size_t i = 0; i < n; ++i) syms[i] = {byte_ids[p[i]], 0, 0, p[i]};
+  // Pairs of two raw bytes (every pair at the start, and most early merges
+  // of CJK characters) come from the dense byte-pair table, which stays in
+  // cache; the rest from the hash table.
+  auto rank_pair = [&](size_t k) {  // the pair (k, k+1)
+    const tok_detail::PairMap::Value v =
+        (syms[k].byte | syms[k + 1].byte) >= 0 ? byte_pairs[(syms[k].byte << 8) | syms[k + 1].byte]
+                                               : merges.find(syms[k].id, syms[k + 1].id);
+    syms[k].rank = v.rank >= 0 ? v.rank : kNoMerge;
+    syms[k].merged = v.merged;
   };
   for (size_t i = 0; i + 1 < n; ++i) rank_pair(i);
+  syms[n - 1].rank = kNoMerge;
   size_t len = n;
   while (len > 1) {
     size_t best = 0;
+    int32_t best_rank = syms[0].rank;
     for (size_t k = 1; k + 1 < len; ++k)
-      if (ranks[k] < ranks[best]) best = k;  // strict: ties go to the leftmost pair
-    if (ranks[best] == kNoMerge) break;
-    ids[best] = merged[best];
-    const size_t tail = len - best - 2;  // symbols after the absorbed right one
-    std::memmove(ids + best + 1, ids + best + 2, tail * sizeof(int32_t));
-    std::memmove(ranks + best + 1, ranks + best + 2, tail * sizeof(int32_t));
-    std::memmove(merged + best + 1, merged + best + 2, tail * sizeof(int32_t));
+      if (syms[k].rank < best_rank) {  // strict: ties go to the leftmost pair
+        best = k;
+        best_rank = syms[k].rank;
+      }
+    if (best_rank == kNoMerge) break;
+    syms[best].id = syms[best].merged;
+    syms[best].byte = -1;
     --len;
+    for (size_t k = best + 1; k < len; ++k) syms[k] = syms[k + 1];
     if (best + 1 < len) rank_pair(best);
-    else ranks[best] = kNoMerge;
+    else syms[best].rank = kNoMerge;
     if (best > 0) rank_pair(best - 1);
   }
-  out.insert(out.end(), ids, ids + len);
+  for (size_t k = 0; k < len; ++k) out.push_back(syms[k].id);
 }
 
 void Tokenizer::Impl::bpe_byte_level_heap(std::string_view word, std::vector<int32_t>& out) const {

@@ -126,6 +126,9 @@ void Tokenizer::Impl::build(const std::vector<std::array<int32_t, 3>>* given_mer
       if (byte_ids[b] < 0) fail(kSource, ": byte-level vocab has no token for byte 0x", std::hex, b);
     }
     merges.reserve(v.merges.size());
+    std::vector<int16_t> byte_of_id(n, -1);  // for the dense byte-pair table
+    for (int b = 0; b < 256; ++b) byte_of_id[byte_ids[b]] = static_cast<int16_t>(b);
+    byte_pairs.assign(256 * 256, {});
     if (given_merges && given_merges->size() != v.merges.size()) fail(kSource, ": merge id table size mismatch");
     merge_ids.resize(v.merges.size());
     for (size_t r = 0; r < v.merges.size(); ++r) {
@@ -142,7 +145,9 @@ void Tokenizer::Impl::build(const std::vector<std::array<int32_t, 3>>* given_mer
       }
       if (m[0] < 0 || m[1] < 0 || m[2] < 0)
         fail(kSource, ": merge ", r, " (\"", a, "\" \"", b, "\") refers to a token not in the vocab");
-      merges.insert(m[0], m[1], {static_cast<int32_t>(r), m[2]});
+      if (merges.insert(m[0], m[1], {static_cast<int32_t>(r), m[2]}) && byte_of_id[m[0]] >= 0 &&
+          byte_of_id[m[1]] >= 0)
+        byte_pairs[(byte_of_id[m[0]] << 8) | byte_of_id[m[1]]] = {static_cast<int32_t>(r), m[2]};
       merge_ids[r] = m;
     }
   } else {

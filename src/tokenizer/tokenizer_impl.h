@@ -18,6 +18,7 @@ struct Tokenizer::Impl {
   tok_detail::StringIdMap piece_ids;      // vocab.tokens -> id (token_id)
   tok_detail::StringIdMap text_ids;       // raw bytes -> id of tokens that text may become
   tok_detail::PairMap merges;             // byte-level: (left, right) -> (rank, merged)
+  std::vector<tok_detail::PairMap::Value> byte_pairs;  // byte-level: merges of two raw bytes, [left << 8 | right]
   std::array<int32_t, 256> byte_ids{};    // byte-level: single-byte symbols; SentencePiece: <0xNN>; -1 if none
 
   struct Special {
@@ -41,7 +42,13 @@ struct Tokenizer::Impl {
   static constexpr size_t kShortWord = 64;
   static constexpr int32_t kNoMerge = INT32_MAX;
   struct BpeScratch {
-    int32_t ids[kShortWord], ranks[kShortWord], merged[kShortWord];
+    struct Sym {
+      int32_t id;
+      int32_t rank;    // rank of the merge of this symbol with the next; kNoMerge if none
+      int32_t merged;  // the id that merge gives
+      int32_t byte;    // the raw byte while the symbol is one, else -1
+    };
+    Sym syms[kShortWord];
   };
   void bpe_byte_level(std::string_view word, BpeScratch& scratch, std::vector<int32_t>& out) const;
   void bpe_byte_level_heap(std::string_view word, std::vector<int32_t>& out) const;
