@@ -72,7 +72,7 @@ TEST(Tokenizer, SpecialTokensArePlainTextByDefault) {
 
 TEST(Tokenizer, InvalidUtf8IsEncodedAsRawBytes) {
   auto tok = qwen3();
-  for (const std::string bad : {std::string("abc\xFF"), std::string("\xE4\xB8 x"), std::string("\xC0\x80\xED\xA0\x80"),
+  for (const std::string& bad : {std::string("abc\xFF"), std::string("\xE4\xB8 x"), std::string("\xC0\x80\xED\xA0\x80"),
                                 std::string("ok\x80\x80\x80 \xF0\x9F"), std::string("\0mid\0", 5)}) {
     const auto ids = tok->encode(bad);
     EXPECT_EQ(tok->decode(ids), bad);
