@@ -4,7 +4,7 @@
 // weight groups: padded activations are exactly 0 and contribute nothing.
 #pragma once
 #include <cstdint>
-#include <memory>
+#include <vector>
 
 namespace pocket::kernels {
 
@@ -14,17 +14,19 @@ struct ActBlocks {
   int n = 0;         // tokens
   int64_t kpad = 0;  // padded row length (multiple of kActBlock)
   int64_t nb = 0;    // blocks per row = kpad / kActBlock
-  std::unique_ptr<int8_t[]> q;  // n * kpad
-  std::unique_ptr<float[]> d;   // n * nb: block scale
-  std::unique_ptr<float[]> s;   // n * nb: d * sum(q), the block's dequantized sum
+  std::vector<int8_t> q;  // n * kpad
+  std::vector<float> d;   // n * nb: block scale
+  std::vector<float> s;   // n * nb: d * sum(q), the block's dequantized sum
 
-  const int8_t* row(int t) const { return q.get() + t * kpad; }
-  const float* scales(int t) const { return d.get() + t * nb; }
-  const float* sums(int t) const { return s.get() + t * nb; }
+  const int8_t* row(int t) const { return q.data() + t * kpad; }
+  const float* scales(int t) const { return d.data() + t * nb; }
+  const float* sums(int t) const { return s.data() + t * nb; }
 };
 
 // Quantize n rows of `cols` floats, padding each to `kpad` (>= cols, a
-// multiple of kActBlock). Deterministic and ISA-independent.
-ActBlocks quantize_acts(const float* x, int n, int64_t cols, int64_t kpad);
+// multiple of kActBlock), into `out`, reusing its memory: a decode step
+// calls this ~100 times and must not allocate each time. Deterministic and
+// ISA-independent (round to nearest even, as std::nearbyint).
+void quantize_acts(const float* x, int n, int64_t cols, int64_t kpad, ActBlocks& out);
 
 }  // namespace pocket::kernels

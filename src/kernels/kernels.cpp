@@ -69,8 +69,10 @@ void matmul_with(const KernelTable& table, const TensorView& w, const float* x, 
   check_weight(w);
   if (n <= 0) return;
   const MatmulEntry& e = table.matmul[static_cast<int>(w.type)];
-  ActBlocks xq;
-  if (e.int8_acts) xq = quantize_acts(x, n, w.cols(), padded_cols(w));
+  // Per calling thread and reused: the buffers only grow, so steady-state
+  // decoding quantizes activations without allocating.
+  thread_local ActBlocks xq;
+  if (e.int8_acts) quantize_acts(x, n, w.cols(), padded_cols(w), xq);
   MatmulJob job{&w, static_cast<const uint8_t*>(w.data), w.type, w.rows(), w.cols(), w.group, x,
                 e.int8_acts ? &xq : nullptr, n, y};
   const int64_t rows = w.rows();

@@ -1,7 +1,6 @@
 #include "runtime/thread_pool.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 
 #include "util/error.h"
@@ -14,14 +13,7 @@ namespace pocket {
 
 namespace {
 
-void chunk(int64_t n, int64_t align, int parts, int index, int64_t* begin, int64_t* end) {
-  int64_t units = (n + align - 1) / align;
-  int64_t per = units / parts, extra = units % parts;
-  int64_t b = index * per + std::min<int64_t>(index, extra);
-  int64_t e = b + per + (index < extra ? 1 : 0);
-  *begin = std::min(n, b * align);
-  *end = std::min(n, e * align);
-}
+using Clock = std::chrono::steady_clock;
 
 void cpu_relax() {
 #if defined(__x86_64__)
@@ -31,26 +23,39 @@ void cpu_relax() {
 #endif
 }
 
-// A decoded token issues ~200 parallel_for calls a few microseconds apart;
-// waking sleeping threads through the kernel costs tens of microseconds
-// each time, so both sides spin this long before falling back to sleeping.
-constexpr auto kSpin = std::chrono::microseconds(100);
+// A decoded token issues ~200 parallel_for calls microseconds apart, and a
+// kernel wake-up costs tens of microseconds, so waiters first spin. On an
+// oversubscribed machine spinning steals the core from the thread being
+// waited for, so they then yield, and finally sleep.
+constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr auto kYield = std::chrono::microseconds(2000);
 
-template <class Done>
-bool spin_until(Done done) {
-  auto start = std::chrono::steady_clock::now();
+enum class Waited { Done, Timeout };
+
+template <class Ready>
+Waited spin_then_yield(Ready ready) {
+  const auto start = Clock::now();
   for (int i = 1;; ++i) {
-    if (done()) return true;
-    cpu_relax();
-    if (i % 64 == 0 && std::chrono::steady_clock::now() - start > kSpin) return false;
+    if (ready()) return Waited::Done;
+    if (i % 64 != 0) {
+      cpu_relax();
+      continue;
+    }
+    auto waited = Clock::now() - start;
+    if (waited > kSpin + kYield) return Waited::Timeout;
+    if (waited > kSpin) std::this_thread::yield();
   }
 }
 
-// generation_, pending_ and stop_ are read by spinning threads without the
-// mutex, so every access to them goes through std::atomic_ref.
-using Gen = std::atomic_ref<uint64_t>;
-using Pending = std::atomic_ref<int>;
-using Stop = std::atomic_ref<bool>;
+// Chunks per thread: enough that fast threads can take over a slow one's
+// share, few enough that claiming stays negligible.
+constexpr int64_t kChunksPerThread = 4;
+constexpr uint64_t kMaxChunks = 0xffff;
+
+uint64_t pack(uint32_t gen, uint64_t chunks, uint64_t next) { return uint64_t{gen} << 32 | chunks << 16 | next; }
+uint32_t gen_of(uint64_t s) { return static_cast<uint32_t>(s >> 32); }
+uint64_t chunks_of(uint64_t s) { return (s >> 16) & 0xffff; }
+uint64_t next_of(uint64_t s) { return s & 0xffff; }
 
 }  // namespace
 
@@ -62,61 +67,70 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Stop(stop_).store(true, std::memory_order_release);
+    stop_.store(true);
   }
-  start_cv_.notify_all();
+  wake_cv_.notify_all();
   for (auto& t : threads_) t.join();
 }
 
-void ThreadPool::worker(int index) {
-  uint64_t seen = 0;
+void ThreadPool::run_chunks(uint32_t gen, int index) {
+  uint64_t s = claim_.load(std::memory_order_acquire);
   for (;;) {
-    auto ready = [&] {
-      return Stop(stop_).load(std::memory_order_acquire) || Gen(generation_).load(std::memory_order_acquire) != seen;
-    };
-    if (!spin_until(ready)) {
+    if (gen_of(s) != gen || next_of(s) >= chunks_of(s)) return;
+    if (!claim_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    // The claimed chunk keeps job `gen` current until it is counted done,
+    // and the acquire above made its fields visible.
+    const int64_t b = static_cast<int64_t>(next_of(s)) * job_chunk_;
+    const int64_t e = std::min(job_n_, b + job_chunk_);
+    (*job_)(b, e, index);
+    done_.fetch_add(1, std::memory_order_release);
+    s = claim_.load(std::memory_order_acquire);
+  }
+}
+
+void ThreadPool::worker(int index) {
+  uint32_t seen = 0;
+  for (;;) {
+    auto ready = [&] { return stop_.load(std::memory_order_acquire) || gen_of(claim_.load(std::memory_order_acquire)) != seen; };
+    if (spin_then_yield(ready) == Waited::Timeout) {
       std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, ready);
+      sleepers_.fetch_add(1);  // seq_cst: pairs with parallel_for's publish
+      wake_cv_.wait(lock, ready);
+      sleepers_.fetch_sub(1);
     }
-    if (Stop(stop_).load(std::memory_order_acquire)) return;
-    // The acquire load of generation_ orders these reads after the writes
-    // parallel_for made before publishing the new generation.
-    seen = Gen(generation_).load(std::memory_order_acquire);
-    const auto* job = job_;
-    int64_t n = job_n_, align = job_align_;
-    int64_t b, e;
-    chunk(n, align, n_threads_, index, &b, &e);
-    if (b < e) (*job)(b, e, index);
-    if (Pending(pending_).fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> lock(mu_);  // pairs with the caller's predicate check
-      done_cv_.notify_one();
-    }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = gen_of(claim_.load(std::memory_order_acquire));
+    run_chunks(seen, index);
   }
 }
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t, int)>& fn, int64_t align) {
   if (n <= 0) return;
   align = std::max<int64_t>(1, align);
-  if (n_threads_ == 1 || n <= align) {
+  const int64_t units = (n + align - 1) / align;
+  if (n_threads_ == 1 || units <= 1) {
     fn(0, n, 0);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn;
-    job_n_ = n;
-    job_align_ = align;
-    Pending(pending_).store(n_threads_ - 1, std::memory_order_relaxed);
-    Gen(generation_).fetch_add(1, std::memory_order_release);
+  const int64_t want = std::min<int64_t>({units, n_threads_ * kChunksPerThread, static_cast<int64_t>(kMaxChunks)});
+  const int64_t chunk = (units + want - 1) / want * align;
+  const uint64_t chunks = static_cast<uint64_t>((n + chunk - 1) / chunk);
+  // No chunk of the previous job is running or claimable: safe to rewrite.
+  job_ = &fn;
+  job_n_ = n;
+  job_chunk_ = chunk;
+  done_.store(0, std::memory_order_relaxed);
+  const uint32_t gen = gen_of(claim_.load(std::memory_order_relaxed)) + 1;
+  claim_.store(pack(gen, chunks, 0));  // seq_cst: pairs with the sleepers_ increment
+  if (sleepers_.load() > 0) {
+    std::lock_guard<std::mutex> lock(mu_);  // a sleeper is either waiting or will see the new job
+    wake_cv_.notify_all();
   }
-  start_cv_.notify_all();
-  int64_t b, e;
-  chunk(n, align, n_threads_, 0, &b, &e);
-  if (b < e) fn(b, e, 0);
-  auto done = [&] { return Pending(pending_).load(std::memory_order_acquire) == 0; };
-  if (!spin_until(done)) {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, done);
+  run_chunks(gen, 0);
+  auto all_done = [&] { return done_.load(std::memory_order_acquire) == chunks; };
+  while (spin_then_yield(all_done) == Waited::Timeout) {
+    // A worker was descheduled mid-chunk for milliseconds: stop competing.
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 }
 

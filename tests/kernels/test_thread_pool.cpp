@@ -1,0 +1,61 @@
+// ThreadPool: every index is covered exactly once by aligned chunks, thread
+// indices stay in range, and back-to-back jobs (the decode pattern) never
+// mix, also with more threads than cores.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+#include "runtime/thread_pool.h"
+#include "util/error.h"
+
+namespace pocket {
+namespace {
+
+void check_cover(ThreadPool& pool, int64_t n, int64_t align) {
+  SCOPED_TRACE(testing::Message() << "threads=" << pool.size() << " n=" << n << " align=" << align);
+  std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+  std::atomic<bool> bad{false};
+  pool.parallel_for(
+      n,
+      [&](int64_t b, int64_t e, int thread) {
+        if (b % align != 0 || b >= e || e > n || thread < 0 || thread >= pool.size()) bad = true;
+        for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+      },
+      align);
+  EXPECT_FALSE(bad.load());
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << "i=" << i;
+}
+
+TEST(ThreadPool, CoversEveryIndexOnce) {
+  for (int threads : {1, 2, 3, 8})
+    for (int64_t n : {1, 2, 15, 16, 17, 100, 1000, 64000})
+      for (int64_t align : {1, 16}) {
+        ThreadPool pool(threads);
+        check_cover(pool, n, align);
+      }
+}
+
+TEST(ThreadPool, ManyBackToBackJobsStayConsistent) {
+  for (int threads : {2, 5}) {
+    ThreadPool pool(threads);
+    std::vector<int64_t> out(256);
+    for (int job = 0; job < 3000; ++job) {
+      pool.parallel_for(static_cast<int64_t>(out.size()), [&](int64_t b, int64_t e, int) {
+        for (int64_t i = b; i < e; ++i) out[static_cast<size_t>(i)] = job * 1000 + i;
+      });
+      for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], job * 1000 + static_cast<int64_t>(i)) << "job " << job;
+    }
+  }
+}
+
+TEST(ThreadPool, EmptyRangeAndBadSize) {
+  ThreadPool pool(2);
+  bool called = false;
+  pool.parallel_for(0, [&](int64_t, int64_t, int) { called = true; });
+  EXPECT_FALSE(called);
+  EXPECT_THROW(ThreadPool(0), Error);
+}
+
+}  // namespace
+}  // namespace pocket
