@@ -125,25 +125,50 @@ void rope_avx2(float* x, int n_heads, int head_dim, int pos, RopeStyle style, co
 
 float half_at(const uint16_t* p) { return _cvtsh_ss(*p); }
 
+inline __m256 load_half8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+
+// q . k over head_dim; four accumulators hide the FMA latency that a single
+// dependency chain would pay on every position.
+inline float dot_q_k(const float* q, const uint16_t* kt, int head_dim) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  int i = 0;
+  for (; i + 32 <= head_dim; i += 32) {
+    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_half8(kt + i), a0);
+    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), load_half8(kt + i + 8), a1);
+    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 16), load_half8(kt + i + 16), a2);
+    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 24), load_half8(kt + i + 24), a3);
+  }
+  for (; i + 8 <= head_dim; i += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_half8(kt + i), a0);
+  float dot = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  for (; i < head_dim; ++i) dot += q[i] * half_at(kt + i);
+  return dot;
+}
+
 void attention_avx2(const float* q, const uint16_t* k, const uint16_t* v, int n_ctx, int head_dim, int64_t stride,
                float scale, float* scratch, float* out) {
-  for (int t = 0; t < n_ctx; ++t) {
-    const uint16_t* kt = k + t * stride;
-    __m256 acc = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 8 <= head_dim; i += 8)
-      acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kt + i))), acc);
-    float dot = hsum8(acc);
-    for (; i < head_dim; ++i) dot += q[i] * half_at(kt + i);
-    scratch[t] = dot * scale;
-  }
+  for (int t = 0; t < n_ctx; ++t) scratch[t] = dot_q_k(q, k + t * stride, head_dim) * scale;
   softmax_avx2(scratch, n_ctx);
+  // Weighted sum of V rows: 32 output columns at a time, so each position
+  // feeds four independent accumulators.
   int i = 0;
+  for (; i + 32 <= head_dim; i += 32) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int t = 0; t < n_ctx; ++t) {
+      const __m256 p = _mm256_set1_ps(scratch[t]);
+      const uint16_t* vt = v + t * stride + i;
+      a0 = _mm256_fmadd_ps(p, load_half8(vt), a0);
+      a1 = _mm256_fmadd_ps(p, load_half8(vt + 8), a1);
+      a2 = _mm256_fmadd_ps(p, load_half8(vt + 16), a2);
+      a3 = _mm256_fmadd_ps(p, load_half8(vt + 24), a3);
+    }
+    _mm256_storeu_ps(out + i, a0);
+    _mm256_storeu_ps(out + i + 8, a1);
+    _mm256_storeu_ps(out + i + 16, a2);
+    _mm256_storeu_ps(out + i + 24, a3);
+  }
   for (; i + 8 <= head_dim; i += 8) {
     __m256 acc = _mm256_setzero_ps();
-    for (int t = 0; t < n_ctx; ++t)
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(scratch[t]),
-                            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + t * stride + i))), acc);
+    for (int t = 0; t < n_ctx; ++t) acc = _mm256_fmadd_ps(_mm256_set1_ps(scratch[t]), load_half8(v + t * stride + i), acc);
     _mm256_storeu_ps(out + i, acc);
   }
   for (; i < head_dim; ++i) {
