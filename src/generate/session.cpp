@@ -35,6 +35,12 @@ Session::Session(std::shared_ptr<const Model> model, std::shared_ptr<const Token
   logits_.resize(model_->config().vocab_size);
 }
 
+size_t Session::common_prefix(std::span<const int32_t> input) const {
+  size_t n = 0;
+  while (n < cached_.size() && n < input.size() && cached_[n] == input[n]) ++n;
+  return n;
+}
+
 void Session::reset() {
   ctx_.cache.clear();
   cached_.clear();
@@ -47,8 +53,7 @@ std::span<float> Session::prefill(std::span<const int32_t> input) {
          " (raise the context size with -c or shorten the prompt)");
   // Reuse the longest common prefix, but always run at least the last token
   // so that its logits are fresh.
-  size_t common = 0;
-  while (common < cached_.size() && common < input.size() && cached_[common] == input[common]) ++common;
+  size_t common = common_prefix(input);
   if (common == input.size()) --common;
   ctx_.cache.truncate(static_cast<int>(common));
   cached_.resize(common);
@@ -63,11 +68,7 @@ GenerateResult Session::generate(std::span<const int32_t> input, const GenerateO
   if (opt.max_tokens < 0) fail("max tokens ", opt.max_tokens, " must be >= 0");
   GenerateResult r;
   r.prompt_tokens = static_cast<int>(input.size());
-  {
-    size_t common = 0;
-    while (common < cached_.size() && common < input.size() && cached_[common] == input[common]) ++common;
-    r.reused_tokens = static_cast<int>(std::min(common, input.size() > 0 ? input.size() - 1 : 0));
-  }
+  r.reused_tokens = static_cast<int>(std::min(common_prefix(input), input.size() > 0 ? input.size() - 1 : 0));
   auto t0 = std::chrono::steady_clock::now();
   std::span<float> logits = prefill(input);
   r.prefill_seconds = seconds_since(t0);

@@ -61,6 +61,9 @@ class Session {
   ThreadPool& pool() { return pool_; }
 
  private:
+  // Length of the longest prefix of `input` whose keys/values are cached.
+  size_t common_prefix(std::span<const int32_t> input) const;
+
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const Tokenizer> tok_;
   ThreadPool pool_;
