@@ -100,6 +100,11 @@ void attention(const float* q, const uint16_t* k, const uint16_t* v, int n_ctx, 
                float scale, float* scratch, float* out) {
   active().attention(q, k, v, n_ctx, head_dim, stride, scale, scratch, out);
 }
+void attention_heads(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int head_dim, float scale,
+                     float* scratch) {
+  if (qs.n < 1 || qs.n > kMaxAttentionQueries) fail("attention: ", qs.n, " queries (1..", kMaxAttentionQueries, ")");
+  active().attention_heads(qs, k, v, head_dim, scale, scratch);
+}
 void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) { active().f32_to_f16_row(x, y, n); }
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n) { active().f16_to_f32_row(x, y, n); }
 

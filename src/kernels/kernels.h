@@ -43,6 +43,25 @@ void rope(float* x, int n_heads, int head_dim, int pos, RopeStyle style, const f
 void attention(const float* q, const uint16_t* k, const uint16_t* v, int n_ctx, int head_dim, int64_t stride,
                float scale, float* scratch, float* out);
 
+// Several query vectors that attend over the same K/V head: the query heads
+// of one GQA group, for one token (decode) or a few consecutive tokens
+// (prefill). Reading each cached K/V row once for all of them is what makes
+// attention cheap; a causal mask is expressed by each query's own n_ctx.
+constexpr int kMaxAttentionQueries = 16;
+struct AttentionQueries {
+  int n = 0;  // 1..kMaxAttentionQueries
+  const float* q[kMaxAttentionQueries];
+  float* out[kMaxAttentionQueries];
+  int n_ctx[kMaxAttentionQueries];  // >= 1: query j sees positions [0, n_ctx[j])
+};
+
+// For each query j:
+//   out_j[head_dim] = softmax(scale * q_j . K[t]) . V[t],  t in [0, n_ctx[j])
+// K and V are one head's fp16 rows (IEEE half as uint16_t), contiguous:
+// row t starts at t * head_dim. `scratch` holds n * max(n_ctx) floats.
+void attention_heads(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int head_dim, float scale,
+                     float* scratch);
+
 // Row conversions between f32 and fp16 (round to nearest even).
 void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n);

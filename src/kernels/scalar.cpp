@@ -79,6 +79,12 @@ void attention_ref(const float* q, const uint16_t* k, const uint16_t* v, int n_c
     for (int i = 0; i < head_dim; ++i) out[i] += scratch[t] * f16_to_f32(v[t * stride + i]);
 }
 
+// Each query on its own, by the single-query reference above.
+void attention_heads_ref(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int head_dim, float scale,
+                         float* scratch) {
+  for (int j = 0; j < qs.n; ++j) attention_ref(qs.q[j], k, v, qs.n_ctx[j], head_dim, head_dim, scale, scratch, qs.out[j]);
+}
+
 void f32_to_f16_row_ref(const float* x, uint16_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = f32_to_f16(x[i]);
 }
@@ -96,6 +102,7 @@ void install_scalar(KernelTable& t) {
   t.swiglu = swiglu_ref;
   t.rope = rope_ref;
   t.attention = attention_ref;
+  t.attention_heads = attention_heads_ref;
   t.f32_to_f16_row = f32_to_f16_row_ref;
   t.f16_to_f32_row = f16_to_f32_row_ref;
 }
