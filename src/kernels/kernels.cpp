@@ -84,8 +84,53 @@ void matmul_with(const KernelTable& table, const TensorView& w, const float* x, 
       rows, [&](int64_t b, int64_t end, int) { e.fn(job, b, end); }, e.row_align);
 }
 
+void matmul_multi_with(const KernelTable& table, std::span<const MatmulTarget> targets, const float* x, int n,
+                       ThreadPool* pool) {
+  constexpr size_t kMaxTargets = 4;
+  bool fused = pool != nullptr && targets.size() >= 2 && targets.size() <= kMaxTargets;
+  for (const MatmulTarget& t : targets) {
+    check_weight(*t.w);
+    const TensorView& w0 = *targets[0].w;
+    fused = fused && t.w->type == w0.type && t.w->group == w0.group && t.w->cols() == w0.cols();
+  }
+  if (!fused) {
+    for (const MatmulTarget& t : targets) matmul_with(table, *t.w, x, n, t.y, pool);
+    return;
+  }
+  if (n <= 0) return;
+  const TensorView& w0 = *targets[0].w;
+  const MatmulEntry& e = table.matmul[static_cast<int>(w0.type)];
+  thread_local ActBlocks xq;
+  if (e.int8_acts) quantize_acts(x, n, w0.cols(), padded_cols(w0), xq);
+  // One row space for all targets, each starting at a multiple of the row
+  // alignment so that every chunk maps to aligned rows of one or more weights.
+  MatmulJob jobs[kMaxTargets];
+  int64_t begin[kMaxTargets + 1] = {0};
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const TensorView& w = *targets[i].w;
+    jobs[i] = MatmulJob{&w, static_cast<const uint8_t*>(w.data), w.type, w.rows(), w.cols(), w.group, x,
+                        e.int8_acts ? &xq : nullptr, n, targets[i].y};
+    begin[i + 1] = begin[i] + (w.rows() + e.row_align - 1) / e.row_align * e.row_align;
+  }
+  const size_t count = targets.size();
+  pool->parallel_for(
+      begin[count],
+      [&](int64_t b, int64_t end, int) {
+        for (size_t i = 0; i < count; ++i) {
+          const int64_t lo = std::max(b, begin[i]) - begin[i];
+          const int64_t hi = std::min(end - begin[i], jobs[i].rows);
+          if (lo < hi) e.fn(jobs[i], lo, hi);
+        }
+      },
+      e.row_align);
+}
+
 void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool* pool) {
   matmul_with(active(), w, x, n, y, pool);
+}
+
+void matmul_multi(std::span<const MatmulTarget> targets, const float* x, int n, ThreadPool* pool) {
+  matmul_multi_with(active(), targets, x, n, pool);
 }
 
 void rmsnorm(float* out, const float* x, const float* weight, int n, float eps) {

@@ -4,6 +4,7 @@
 // ground truth that every SIMD variant is tested against.
 #pragma once
 #include <cstdint>
+#include <span>
 
 #include "core/tensor.h"
 #include "model/config.h"
@@ -19,6 +20,17 @@ namespace pocket::kernels {
 // contiguous. n == 1 is the decode GEMV; n > 1 is prefill GEMM. Work is split
 // over output rows so results are identical for any thread count.
 void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool* pool);
+
+// Several weights applied to the same input: Y_i = X * W_i^T. With equal
+// type, group and width (q/k/v, gate/up) the activations are quantized once
+// and all rows run in one pass over the thread pool, one synchronisation
+// instead of one per weight; otherwise it is a plain matmul per weight.
+// Results are identical to separate matmul calls.
+struct MatmulTarget {
+  const TensorView* w;
+  float* y;
+};
+void matmul_multi(std::span<const MatmulTarget> targets, const float* x, int n, ThreadPool* pool);
 
 // Dequantize row `row` of a 2-D weight into `out` (cols floats).
 void dequant_row(const TensorView& w, int64_t row, float* out);

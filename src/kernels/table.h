@@ -60,6 +60,8 @@ const KernelTable& kernel_table(Isa isa);
 
 // The same computations as the public entry points, on a given table.
 void matmul_with(const KernelTable& t, const TensorView& w, const float* x, int n, float* y, ThreadPool* pool);
+void matmul_multi_with(const KernelTable& t, std::span<const MatmulTarget> targets, const float* x, int n,
+                       ThreadPool* pool);
 
 // Overrides installed by each level (defined in the *_<isa>.cpp files).
 void install_scalar(KernelTable& t);

@@ -2,8 +2,9 @@
 //
 // Memory is reserved for the whole context up front as anonymous virtual
 // memory; pages become resident only when a position is written, so the
-// resident size follows the tokens actually used. Layout per layer is
-// [position][kv_dim], K and V separate.
+// resident size follows the tokens actually used. Layout:
+// [layer][K or V][kv head][position][head_dim], so the rows one attention
+// head reads are contiguous (streamed, prefetched) rather than kv_dim apart.
 //
 // truncate() rolls the cache back to a shorter length. Speculative decoding
 // uses it to drop rejected draft tokens; chat uses it to reuse a shared
@@ -29,16 +30,17 @@ class KVCache {
   void truncate(int n);       // n <= size()
   void clear() { truncate(0); }
 
-  uint16_t* k(int layer, int pos) { return base_ + offset(layer, 0, pos); }
-  uint16_t* v(int layer, int pos) { return base_ + offset(layer, 1, pos); }
-  int64_t row_stride() const { return kv_dim_; }
+  // Row `pos` of KV head `head` (head_dim values); rows of a head follow
+  // each other.
+  uint16_t* k(int layer, int head, int pos) { return base_ + offset(layer, 0, head, pos); }
+  uint16_t* v(int layer, int head, int pos) { return base_ + offset(layer, 1, head, pos); }
   size_t reserved_bytes() const { return bytes_; }
 
  private:
-  size_t offset(int layer, int kv, int pos) const {
-    return ((static_cast<size_t>(layer) * 2 + kv) * n_ctx_ + pos) * kv_dim_;
+  size_t offset(int layer, int kv, int head, int pos) const {
+    return (((static_cast<size_t>(layer) * 2 + kv) * n_kv_heads_ + head) * n_ctx_ + pos) * head_dim_;
   }
-  int n_layers_, kv_dim_, n_ctx_;
+  int n_layers_, n_kv_heads_, head_dim_, n_ctx_;
   int n_past_ = 0;
   uint16_t* base_ = nullptr;
   size_t bytes_ = 0;

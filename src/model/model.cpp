@@ -111,9 +111,8 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
     const Layer& L = layers_[l];
     // --- attention block ---
     for (int i = 0; i < n; ++i) kernels::rmsnorm(xn + i * dim, x + i * dim, L.attn_norm.data(), dim, c.norm_eps);
-    kernels::matmul(*L.wq, xn, n, q, &pool);
-    kernels::matmul(*L.wk, xn, n, k, &pool);
-    kernels::matmul(*L.wv, xn, n, v, &pool);
+    const kernels::MatmulTarget qkv[] = {{L.wq, q}, {L.wk, k}, {L.wv, v}};
+    kernels::matmul_multi(qkv, xn, n, &pool);
     for (int i = 0; i < n; ++i) {
       float* qi = q + static_cast<size_t>(i) * q_dim;
       float* ki = k + static_cast<size_t>(i) * kv_dim;
@@ -129,8 +128,10 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
       }
       kernels::rope(qi, c.n_heads, hd, pos0 + i, c.rope_style, inv_freq_.data());
       kernels::rope(ki, c.n_kv_heads, hd, pos0 + i, c.rope_style, inv_freq_.data());
-      kernels::f32_to_f16_row(ki, ctx.cache.k(l, pos0 + i), kv_dim);
-      kernels::f32_to_f16_row(vi, ctx.cache.v(l, pos0 + i), kv_dim);
+      for (int h = 0; h < c.n_kv_heads; ++h) {
+        kernels::f32_to_f16_row(ki + h * hd, ctx.cache.k(l, h, pos0 + i), hd);
+        kernels::f32_to_f16_row(vi + h * hd, ctx.cache.v(l, h, pos0 + i), hd);
+      }
     }
     attention(l, n, pos0, ctx, pool);
     kernels::matmul(*L.wo, attn, n, xn, &pool);
@@ -138,8 +139,8 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
 
     // --- feed-forward block ---
     for (int i = 0; i < n; ++i) kernels::rmsnorm(xn + i * dim, x + i * dim, L.ffn_norm.data(), dim, c.norm_eps);
-    kernels::matmul(*L.w_gate, xn, n, gate, &pool);
-    kernels::matmul(*L.w_up, xn, n, up, &pool);
+    const kernels::MatmulTarget gate_up[] = {{L.w_gate, gate}, {L.w_up, up}};
+    kernels::matmul_multi(gate_up, xn, n, &pool);
     kernels::swiglu(gate, up, n * c.hidden_dim);
     kernels::matmul(*L.w_down, gate, n, xn, &pool);
     for (size_t j = 0; j < static_cast<size_t>(n) * dim; ++j) x[j] += xn[j];
@@ -159,21 +160,33 @@ void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool
   const ModelConfig& c = cfg_;
   const int hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const int n_ctx_max = pos0 + n;
-  size_t per_thread = static_cast<size_t>(n_ctx_max);
+  // A task is the query heads of one KV head (up to kMaxAttentionQueries)
+  // for a few consecutive tokens, so each cached K/V row is read once for
+  // all of them. Token i sees positions [0, pos0 + i].
+  const int heads_per_task = std::min(group, kernels::kMaxAttentionQueries);
+  const int head_chunks = (group + heads_per_task - 1) / heads_per_task;
+  const int tokens_per_task = std::max(1, kernels::kMaxAttentionQueries / heads_per_task);
+  const int token_blocks = (n + tokens_per_task - 1) / tokens_per_task;
+  const size_t per_thread = static_cast<size_t>(kernels::kMaxAttentionQueries) * (pos0 + n);
   if (ctx.scores.size() < per_thread * pool.size()) ctx.scores.resize(per_thread * pool.size());
-  const uint16_t* kbase = ctx.cache.k(layer, 0);
-  const uint16_t* vbase = ctx.cache.v(layer, 0);
-  // One task per (token, head); token i sees positions [0, pos0 + i].
-  pool.parallel_for(static_cast<int64_t>(n) * c.n_heads, [&](int64_t begin, int64_t end, int thread) {
+  const int64_t n_tasks = static_cast<int64_t>(token_blocks) * c.n_kv_heads * head_chunks;
+  pool.parallel_for(n_tasks, [&](int64_t begin, int64_t end, int thread) {
     float* scratch = ctx.scores.data() + per_thread * thread;
     for (int64_t task = begin; task < end; ++task) {
-      int i = static_cast<int>(task / c.n_heads), h = static_cast<int>(task % c.n_heads);
-      int kvh = h / group;
-      const float* qh = ctx.q.data() + static_cast<size_t>(i) * c.q_dim() + h * hd;
-      float* out = ctx.attn.data() + static_cast<size_t>(i) * c.q_dim() + h * hd;
-      kernels::attention(qh, kbase + kvh * hd, vbase + kvh * hd, pos0 + i + 1, hd, ctx.cache.row_stride(), scale,
-                         scratch, out);
+      const int chunk = static_cast<int>(task % head_chunks);
+      const int kvh = static_cast<int>(task / head_chunks % c.n_kv_heads);
+      const int i0 = static_cast<int>(task / head_chunks / c.n_kv_heads) * tokens_per_task;
+      const int h0 = kvh * group + chunk * heads_per_task, h1 = std::min(h0 + heads_per_task, (kvh + 1) * group);
+      kernels::AttentionQueries qs;
+      for (int i = i0; i < std::min(n, i0 + tokens_per_task); ++i)
+        for (int h = h0; h < h1; ++h) {
+          const size_t at = static_cast<size_t>(i) * c.q_dim() + static_cast<size_t>(h) * hd;
+          qs.q[qs.n] = ctx.q.data() + at;
+          qs.out[qs.n] = ctx.attn.data() + at;
+          qs.n_ctx[qs.n] = pos0 + i + 1;
+          ++qs.n;
+        }
+      kernels::attention_heads(qs, ctx.cache.k(layer, kvh, 0), ctx.cache.v(layer, kvh, 0), hd, scale, scratch);
     }
   });
 }

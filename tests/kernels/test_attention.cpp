@@ -1,0 +1,103 @@
+// Multi-query attention (attention_heads): the scalar reference against a
+// direct double-precision formula with a causal length per query, and every
+// other ISA level against the scalar reference on odd shapes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/test_util.h"
+#include "kernels/table.h"
+#include "util/half.h"
+
+namespace pocket::kernels {
+namespace {
+
+using test::Rng;
+
+struct Case {
+  int head_dim, n_q, base_ctx;
+};
+
+// Fills K/V for max_ctx positions and n_q queries whose n_ctx grows by one
+// every `per_token` queries, as the queries of consecutive tokens do.
+struct Inputs {
+  std::vector<uint16_t> k, v;
+  std::vector<std::vector<float>> q, out;
+  AttentionQueries qs;
+  int max_ctx = 0;
+
+  Inputs(const Case& c, int per_token, uint64_t seed) {
+    Rng rng(seed);
+    max_ctx = c.base_ctx + (c.n_q - 1) / per_token;
+    k.resize(static_cast<size_t>(max_ctx) * c.head_dim);
+    v.resize(k.size());
+    for (auto& e : k) e = f32_to_f16(rng.uniform(-2.0f, 2.0f));
+    for (auto& e : v) e = f32_to_f16(rng.uniform(-1.0f, 1.0f));
+    q.resize(c.n_q);
+    out.assign(c.n_q, std::vector<float>(c.head_dim, -7.0f));  // garbage: the kernel must overwrite
+    qs.n = c.n_q;
+    for (int j = 0; j < c.n_q; ++j) {
+      q[j].resize(c.head_dim);
+      for (auto& e : q[j]) e = rng.uniform(-2.0f, 2.0f);
+      qs.q[j] = q[j].data();
+      qs.out[j] = out[j].data();
+      qs.n_ctx[j] = c.base_ctx + j / per_token;
+    }
+  }
+};
+
+TEST(Attention, ScalarMatchesFormulaWithCausalLengths) {
+  const Case c{24, 5, 7};
+  Inputs in(c, 2, 1);
+  std::vector<float> scratch(static_cast<size_t>(c.n_q) * in.max_ctx);
+  const float scale = 0.2f;
+  kernel_table(Isa::Scalar).attention_heads(in.qs, in.k.data(), in.v.data(), c.head_dim, scale, scratch.data());
+  for (int j = 0; j < c.n_q; ++j) {
+    const int n = in.qs.n_ctx[j];
+    std::vector<double> p(n);
+    double mx = -1e300, z = 0;
+    for (int t = 0; t < n; ++t) {
+      double dot = 0;
+      for (int d = 0; d < c.head_dim; ++d) dot += double(in.q[j][d]) * f16_to_f32(in.k[t * c.head_dim + d]);
+      p[t] = dot * scale;
+      mx = std::max(mx, p[t]);
+    }
+    for (auto& e : p) z += (e = std::exp(e - mx));
+    for (int d = 0; d < c.head_dim; ++d) {
+      double o = 0;
+      for (int t = 0; t < n; ++t) o += p[t] / z * f16_to_f32(in.v[t * c.head_dim + d]);
+      EXPECT_NEAR(in.out[j][d], o, 1e-5) << "query " << j << " column " << d;
+    }
+  }
+}
+
+// Tolerance: float reassociation over head_dim and n_ctx terms plus the
+// polynomial exp, relative 2e-5 of the output scale (values are O(1)).
+TEST(Attention, EveryIsaMatchesScalar) {
+  const std::vector<Case> cases = {
+      {128, 2, 1},   {128, 2, 512}, {128, 16, 97}, {128, 1, 65}, {128, 3, 64}, {64, 8, 130}, {24, 5, 9},
+      {8, 2, 3},     {40, 7, 200},  {4, 3, 11},    {16, 16, 1},  {128, 4, 63},
+  };
+  for (Isa isa : supported_isas()) {
+    if (isa == Isa::Scalar) continue;
+    const KernelTable& t = kernel_table(isa);
+    for (const Case& c : cases) {
+      for (int per_token : {1, 2}) {
+        SCOPED_TRACE(testing::Message() << isa_name(isa) << " head_dim " << c.head_dim << " n_q " << c.n_q << " base "
+                                        << c.base_ctx << " per_token " << per_token);
+        Inputs a(c, per_token, 10 + c.head_dim + c.n_q), b(c, per_token, 10 + c.head_dim + c.n_q);
+        std::vector<float> s1(static_cast<size_t>(c.n_q) * a.max_ctx), s2(s1.size());
+        t.attention_heads(a.qs, a.k.data(), a.v.data(), c.head_dim, 0.09f, s1.data());
+        kernel_table(Isa::Scalar).attention_heads(b.qs, b.k.data(), b.v.data(), c.head_dim, 0.09f, s2.data());
+        for (int j = 0; j < c.n_q; ++j)
+          for (int d = 0; d < c.head_dim; ++d)
+            ASSERT_NEAR(a.out[j][d], b.out[j][d], 2e-5f * (1.0f + std::fabs(b.out[j][d])))
+                << "query " << j << " column " << d;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pocket::kernels
