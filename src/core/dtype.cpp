@@ -14,7 +14,9 @@ struct Info {
 };
 constexpr Info kInfos[] = {
     {DType::F32, "F32"},   {DType::F16, "F16"}, {DType::BF16, "BF16"}, {DType::Q8_0, "Q8_0"},
-    {DType::Q4_0, "Q4_0"}, {DType::PQ4, "PQ4"}, {DType::PQ8, "PQ8"},
+    {DType::Q4_0, "Q4_0"}, {DType::PQ4, "PQ4"}, {DType::PQ8, "PQ8"},   {DType::Q4_1, "Q4_1"},
+    {DType::Q5_0, "Q5_0"}, {DType::Q5_1, "Q5_1"}, {DType::Q2_K, "Q2_K"}, {DType::Q3_K, "Q3_K"},
+    {DType::Q4_K, "Q4_K"}, {DType::Q5_K, "Q5_K"}, {DType::Q6_K, "Q6_K"}, {DType::Q8_K, "Q8_K"},
 };
 }  // namespace
 
@@ -38,7 +40,17 @@ int dtype_block_elems(DType t, int group) {
       return 1;
     case DType::Q8_0:
     case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
       return 32;
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::Q8_K:
+      return kQK_K;
     case DType::PQ4:
     case DType::PQ8:
       return pq::valid_group(group) ? group : 0;
@@ -57,6 +69,24 @@ int dtype_block_bytes(DType t, int group) {
       return 2 + 32;
     case DType::Q4_0:
       return 2 + 16;
+    case DType::Q4_1:
+      return 2 + 2 + 16;
+    case DType::Q5_0:
+      return 2 + 4 + 16;
+    case DType::Q5_1:
+      return 2 + 2 + 4 + 16;
+    case DType::Q2_K:  // scales, quants, d, dmin
+      return 16 + 64 + 2 + 2;
+    case DType::Q3_K:  // hmask, quants, scales, d
+      return 32 + 64 + 12 + 2;
+    case DType::Q4_K:  // d, dmin, scales, quants
+      return 2 + 2 + 12 + 128;
+    case DType::Q5_K:  // d, dmin, scales, high bits, quants
+      return 2 + 2 + 12 + 32 + 128;
+    case DType::Q6_K:  // low quants, high quants, scales, d
+      return 128 + 64 + 16 + 2;
+    case DType::Q8_K:  // d (f32), quants, block sums
+      return 4 + 256 + 32;
     case DType::PQ4:  // per row: nibbles + fp16 scale + fp16 offset (see quant/pq_format.h)
       return pq::valid_group(group) ? group / 2 + 4 : 0;
     case DType::PQ8:  // per row: int8 + fp16 scale

@@ -1,6 +1,7 @@
 // Tensor element types. GGUF-compatible types keep GGUF's block layouts;
 // Pocket's own quantized types (PQ*) are defined by src/quant and laid out
-// for the kernels that compute on them.
+// for the kernels that compute on them. New types are appended so stored
+// values never change meaning.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -16,7 +17,26 @@ enum class DType : uint8_t {
   Q4_0,  // GGUF: blocks of 32 = fp16 scale + 16 bytes of nibbles, value = (q - 8) * d
   PQ4,   // Pocket int4 (see src/quant/pq_format.h)
   PQ8,   // Pocket int8 (see src/quant/pq_format.h)
+  // More GGUF (llama.cpp) types, read so that real llama.cpp files load; the
+  // value of each element is defined by src/kernels/dequant_gguf.cpp.
+  Q4_1,  // blocks of 32: fp16 d, fp16 m, 16 bytes of nibbles; q * d + m
+  Q5_0,  // blocks of 32: fp16 d, 4 bytes of 5th bits, 16 bytes of nibbles; (q - 16) * d
+  Q5_1,  // blocks of 32: fp16 d, fp16 m, 4 bytes of 5th bits, 16 bytes of nibbles; q * d + m
+  // K-quants: super-blocks of 256 split into sub-blocks with their own
+  // quantized scales (and mins).
+  Q2_K,  // 84 bytes: 16 x (4-bit scale, 4-bit min), 2-bit quants, fp16 d, fp16 dmin
+  Q3_K,  // 110 bytes: high bits, 2-bit low quants, 16 x 6-bit scales, fp16 d
+  Q4_K,  // 144 bytes: fp16 d, fp16 dmin, 8 x (6-bit scale, 6-bit min), 4-bit quants
+  Q5_K,  // 176 bytes: as Q4_K plus 32 bytes of 5th bits
+  Q6_K,  // 210 bytes: 4-bit low quants, 2-bit high quants, 16 x int8 scales, fp16 d
+  Q8_K,  // 292 bytes: f32 d, 256 x int8, 16 x int16 block sums (unused when dequantizing)
 };
+
+// The last enumerator: tables indexed by type have kLastDType + 1 entries.
+inline constexpr DType kLastDType = DType::Q8_K;
+
+// Elements per K-quant super-block.
+inline constexpr int kQK_K = 256;
 
 std::string_view dtype_name(DType t);
 std::optional<DType> dtype_from_name(std::string_view name);

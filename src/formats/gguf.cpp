@@ -128,30 +128,38 @@ bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 }  // namespace
 
+namespace {
+// Every tensor type Pocket reads from GGUF, with its GGUF id.
+struct TypeId {
+  DType type;
+  uint32_t id;
+};
+constexpr TypeId kTypeIds[] = {
+    {DType::F32, gguf_tensor_type::F32},   {DType::F16, gguf_tensor_type::F16},   {DType::BF16, gguf_tensor_type::BF16},
+    {DType::Q8_0, gguf_tensor_type::Q8_0}, {DType::Q4_0, gguf_tensor_type::Q4_0}, {DType::Q4_1, gguf_tensor_type::Q4_1},
+    {DType::Q5_0, gguf_tensor_type::Q5_0}, {DType::Q5_1, gguf_tensor_type::Q5_1}, {DType::Q2_K, gguf_tensor_type::Q2_K},
+    {DType::Q3_K, gguf_tensor_type::Q3_K}, {DType::Q4_K, gguf_tensor_type::Q4_K}, {DType::Q5_K, gguf_tensor_type::Q5_K},
+    {DType::Q6_K, gguf_tensor_type::Q6_K}, {DType::Q8_K, gguf_tensor_type::Q8_K}, {DType::PQ4, gguf_tensor_type::PQ4},
+    {DType::PQ8, gguf_tensor_type::PQ8},
+};
+}  // namespace
+
 std::optional<DType> dtype_from_gguf(uint32_t type_id) {
-  switch (type_id) {
-    case gguf_tensor_type::F32: return DType::F32;
-    case gguf_tensor_type::F16: return DType::F16;
-    case gguf_tensor_type::BF16: return DType::BF16;
-    case gguf_tensor_type::Q8_0: return DType::Q8_0;
-    case gguf_tensor_type::Q4_0: return DType::Q4_0;
-    case gguf_tensor_type::PQ4: return DType::PQ4;
-    case gguf_tensor_type::PQ8: return DType::PQ8;
-    default: return std::nullopt;
-  }
+  for (const auto& e : kTypeIds)
+    if (e.id == type_id) return e.type;
+  return std::nullopt;
 }
 
 uint32_t gguf_type_id(DType t) {
-  switch (t) {
-    case DType::F32: return gguf_tensor_type::F32;
-    case DType::F16: return gguf_tensor_type::F16;
-    case DType::BF16: return gguf_tensor_type::BF16;
-    case DType::Q8_0: return gguf_tensor_type::Q8_0;
-    case DType::Q4_0: return gguf_tensor_type::Q4_0;
-    case DType::PQ4: return gguf_tensor_type::PQ4;
-    case DType::PQ8: return gguf_tensor_type::PQ8;
-  }
+  for (const auto& e : kTypeIds)
+    if (e.type == t) return e.id;
   fail("no GGUF type id for tensor type ", dtype_name(t));
+}
+
+std::string gguf_supported_types() {
+  std::string s;
+  for (const auto& e : kTypeIds) s += (s.empty() ? "" : ", ") + std::string(dtype_name(e.type));
+  return s;
 }
 
 std::string_view gguf_type_name(GgufType t) {
@@ -217,7 +225,7 @@ GgufFile GgufFile::parse(std::shared_ptr<const MappedFile> file) {
     }
     t.type_id = r.u32("type of tensor '" + t.name + "'");
     auto dt = dtype_from_gguf(t.type_id);
-    if (!dt) fail(what, ": unsupported tensor type id ", t.type_id, " (supported: F32, F16, BF16, Q8_0, Q4_0, PQ4, PQ8)");
+    if (!dt) fail(what, ": unsupported tensor type id ", t.type_id, " (supported: ", gguf_supported_types(), ")");
     t.type = *dt;
     if ((t.type == DType::PQ4 || t.type == DType::PQ8) && g.pq_group_ == 0)
       fail(what, ": type ", dtype_name(t.type), " needs pocket.quant.group_size, which is missing");

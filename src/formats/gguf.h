@@ -38,7 +38,16 @@ namespace gguf_tensor_type {
 constexpr uint32_t F32 = 0;
 constexpr uint32_t F16 = 1;
 constexpr uint32_t Q4_0 = 2;
+constexpr uint32_t Q4_1 = 3;
+constexpr uint32_t Q5_0 = 6;
+constexpr uint32_t Q5_1 = 7;
 constexpr uint32_t Q8_0 = 8;
+constexpr uint32_t Q2_K = 10;
+constexpr uint32_t Q3_K = 11;
+constexpr uint32_t Q4_K = 12;
+constexpr uint32_t Q5_K = 13;
+constexpr uint32_t Q6_K = 14;
+constexpr uint32_t Q8_K = 15;
 constexpr uint32_t BF16 = 30;
 constexpr uint32_t PQ4 = 1024;
 constexpr uint32_t PQ8 = 1025;
@@ -46,6 +55,8 @@ constexpr uint32_t PQ8 = 1025;
 
 std::optional<DType> dtype_from_gguf(uint32_t type_id);
 uint32_t gguf_type_id(DType t);
+// "F32, F16, ..." for error messages and `pocket info`.
+std::string gguf_supported_types();
 std::string_view gguf_type_name(GgufType t);
 
 

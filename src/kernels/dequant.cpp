@@ -94,6 +94,19 @@ void dequant_row_unchecked(const TensorView& w, int64_t row, float* out) {
     case DType::PQ4:
     case DType::PQ8:
       return dequant_pq(w, row, out);
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::Q8_K: {
+      // Rows are whole blocks back to back (check_weight validated the size).
+      const int64_t row_bytes = cols / dtype_block_elems(w.type) * dtype_block_bytes(w.type);
+      return dequant_gguf_row(w.type, base + row * row_bytes, cols, out);
+    }
   }
 }
 

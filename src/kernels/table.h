@@ -12,7 +12,7 @@
 
 namespace pocket::kernels {
 
-constexpr int kNumDTypes = static_cast<int>(DType::PQ8) + 1;
+constexpr int kNumDTypes = static_cast<int>(kLastDType) + 1;
 
 // One matmul call: Y[n, rows] = X[n, cols] * W^T. `xq` is set when the
 // kernel asked for int8 activations (MatmulEntry::int8_acts).
