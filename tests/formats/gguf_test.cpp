@@ -355,15 +355,58 @@ TEST(GgufHostile, BadTensorInfos) {
   EXPECT_NE(msg.find("'w'"), std::string::npos) << msg;
   msg = one({16}, 0, 4, 128);
   EXPECT_NE(msg.find("alignment"), std::string::npos) << msg;
-  msg = one({32}, 14, 0, 256);  // Q6_K
+  msg = one({256}, 16, 0, 256);  // IQ2_XXS: not supported
   EXPECT_NE(msg.find("'w'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("type id 14"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("type id 16"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Q6_K"), std::string::npos) << msg;  // the message lists what is supported
   msg = one({33}, 8, 0, 256);  // Q8_0 row not a multiple of 32
   EXPECT_NE(msg.find("'w'"), std::string::npos) << msg;
   msg = one({16, 1, 1, 1, 1}, 0, 0, 64);
   EXPECT_NE(msg.find("n_dims"), std::string::npos) << msg;
   msg = one({16}, 1024, 0, 64);  // PQ4 without a group size
   EXPECT_NE(msg.find("group_size"), std::string::npos) << msg;
+}
+
+// llama.cpp's block types (Q4_1, Q5_0, Q5_1, K-quants) get the same checks
+// as the others: whole blocks per row, sizes against the file, overflow.
+TEST(GgufHostile, BadBlockTypeTensors) {
+  TempDir dir;
+  auto one = [&](std::vector<uint64_t> ne, uint32_t type, size_t data_bytes) {
+    Bytes b;
+    b.header(1, 0).tensor("blk.0.ffn_down.weight", std::move(ne), type, 0).pad_to(32);
+    b.b.resize(b.b.size() + data_bytes, 0);
+    write_file(dir.file("k.gguf"), b.b);
+    return error_of([&] { GgufFile::parse(MappedFile::open(dir.file("k.gguf"))); });
+  };
+  struct T {
+    uint32_t id;
+    uint64_t block;
+    uint64_t bytes;
+  };
+  for (T t : {T{3, 32, 20}, T{6, 32, 22}, T{7, 32, 24}, T{10, 256, 84}, T{11, 256, 110}, T{12, 256, 144},
+              T{13, 256, 176}, T{14, 256, 210}, T{15, 256, 292}}) {
+    SCOPED_TRACE(t.id);
+    // Exactly the right size opens; one byte short is past the end.
+    Bytes ok;
+    ok.header(1, 0).tensor("w", {t.block * 2, 3}, t.id, 0).pad_to(32);
+    ok.b.resize(ok.b.size() + 6 * t.bytes, 0);
+    write_file(dir.file("ok.gguf"), ok.b);
+    GgufFile g = GgufFile::parse(MappedFile::open(dir.file("ok.gguf")));
+    ASSERT_EQ(g.tensors().size(), 1u);
+    EXPECT_EQ(g.tensors()[0].nbytes, 6 * t.bytes);
+    EXPECT_EQ(gguf_type_id(g.tensors()[0].type), t.id);
+    std::string msg = one({t.block * 2, 3}, t.id, 6 * t.bytes - 1);
+    EXPECT_NE(msg.find("past the end"), std::string::npos) << msg;
+    // A row that is not a whole number of blocks.
+    msg = one({t.block + 16, 2}, t.id, 4096);
+    EXPECT_NE(msg.find("blk.0.ffn_down.weight"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("block size " + std::to_string(t.block)), std::string::npos) << msg;
+    // Sizes whose product overflows 64 bits, and one that fits 64 bits but not the file.
+    msg = one({t.block << 30, 1ull << 40}, t.id, 64);
+    EXPECT_NE(msg.find("overflow"), std::string::npos) << msg;
+    msg = one({t.block << 20, 1ull << 20}, t.id, 64);
+    EXPECT_NE(msg.find("past the end"), std::string::npos) << msg;
+  }
 }
 
 TEST(GgufHostile, BadVersionAndMagic) {

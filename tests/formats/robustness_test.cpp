@@ -11,11 +11,13 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "common/gguf_kquant_pack.h"
 #include "formats/format_test_util.h"
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
 #include "formats/model_file.h"
 #include "formats/safetensors.h"
+#include "kernels/kernels.h"
 #include "tokenizer/llama2c_vocab.h"
 #include "tokenizer/tokenizer.h"
 
@@ -112,12 +114,17 @@ TEST(Robustness, Stories260K) {
   truncate_each(path, positions(size, 64, 64), try_open);
 }
 
-// A small Qwen2-shaped GGUF with a tokenizer and quantized tensors.
+// A small Qwen2-shaped GGUF with a tokenizer and quantized tensors: Q8_0
+// and Q4_0, or (kquants) llama.cpp's block types on a 256-wide shape.
 // Returns the offset of the data section.
-uint64_t write_test_gguf(const std::string& path) {
+uint64_t write_test_gguf(const std::string& path, bool kquants = false) {
   ModelConfig c = small_config(Arch::Qwen2);
   c.n_layers = 1;
   c.vocab_size = 16;
+  if (kquants) {  // K-quant rows are whole 256-element super-blocks
+    c.dim = c.hidden_dim = 256;
+    c.head_dim = 64;
+  }
   SyntheticWeights w = make_weights(c, false, 17);
   Vocab v;
   v.kind = TokenizerKind::ByteLevelBPE;
@@ -133,9 +140,17 @@ uint64_t write_test_gguf(const std::string& path) {
   add_config_metadata(g, c);
   add_vocab_metadata(g, v, "{% for m in messages %}{{ m.content }}{% endfor %}");
   std::map<std::string, std::vector<uint8_t>> bytes;  // must outlive write()
+  const DType kinds[] = {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K,
+                         DType::Q8_K, DType::Q4_1, DType::Q5_0, DType::Q5_1};
   int i = 0;
   for (const auto& [name, values] : w.values) {
     const auto& shape = w.shapes.at(name);
+    if (kquants && shape.size() == 2) {
+      DType t = kinds[i++ % std::size(kinds)];
+      bytes[name] = quantize_k(t, values.data(), shape[0], shape[1]);
+      g.add_tensor(name, t, shape, bytes[name].data(), bytes[name].size());
+      continue;
+    }
     DType t = shape.size() == 1 ? DType::F32 : (i++ % 2 ? DType::Q8_0 : DType::Q4_0);
     bytes[name] = ref_encode(t, values);
     g.add_tensor(name, t, shape, bytes[name].data(), bytes[name].size());
@@ -161,6 +176,41 @@ TEST(Robustness, Gguf) {
   EXPECT_GT(n.opened, 128 * 3);
   EXPECT_GT(n.rejected, 1000);
   truncate_each(path, positions(size, data_start + 64, 128), try_open);
+}
+
+// The same with every llama.cpp block type: mutated tensor infos (type ids,
+// dims, offsets) and truncations must all be rejected or open cleanly, and
+// every tensor that opens must dequantize (the sanitizer build checks the
+// reads stay inside the mapping).
+TEST(Robustness, GgufKQuants) {
+  TempDir dir;
+  const std::string path = dir.file("k.gguf");
+  const uint64_t data_start = write_test_gguf(path, /*kquants=*/true);
+  const TryOpen try_open = [&](const std::string& what) {
+    return attempt(
+        [&] {
+          ModelFile m = open_model(path);
+          std::vector<float> row;
+          for (const auto& [name, t] : m.tensors) {
+            TensorView v = t;
+            if (v.shape.size() == 1) v.shape = {1, v.shape[0]};
+            row.resize(static_cast<size_t>(v.cols()));
+            kernels::dequant_row(v, v.rows() - 1, row.data());  // the last row ends the tensor's bytes
+          }
+        },
+        what);
+  };
+  ASSERT_TRUE(try_open("original"));
+  const uint64_t size = read_file(path).size();
+  // The tensor infos sit at the end of the header: cover them densely.
+  const uint64_t infos = data_start > 1200 ? data_start - 1200 : 0;
+  std::vector<uint64_t> pos;
+  for (uint64_t p : positions(size, data_start, 64))
+    if (p >= infos) pos.push_back(p);
+  Counts n = mutate_each(path, pos, try_open);
+  EXPECT_GT(n.opened, 64 * 3);
+  EXPECT_GT(n.rejected, 200);
+  truncate_each(path, positions(size, 0, 128), try_open);
 }
 
 // A Pocket file: PQ tensors, group size and the compact tokenizer blob.
