@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "kernels/kernels.h"
 #include "kernels/table.h"
@@ -85,7 +86,9 @@ TEST_P(MatmulTest, EveryIsaMatchesReferenceOnOddShapes) {
   }
   for (Isa isa : supported_isas())
     for (const Shape& s : shapes)
-      for (int n : {1, 2, 3, 7, 33}) check_matmul(isa, type, s, n);
+      // n covers every token tile and remainder: 1 (decode), 2..5 (the
+      // ARM kernels tile by 2 and 4 tokens), 17 and 33 (many tiles + one).
+      for (int n : {1, 2, 3, 4, 5, 7, 17, 33}) check_matmul(isa, type, s, n);
 }
 
 TEST_P(MatmulTest, DequantRowMatchesEncodedValues) {
@@ -102,6 +105,81 @@ TEST_P(MatmulTest, DequantRowMatchesEncodedValues) {
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest, testing::ValuesIn(kTypes),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// The ARM PQ kernels (plain NEON widening multiplies, dotprod, i8mm) do
+// the same float operations per output on exact integer dots, so they must
+// agree bit for bit with each other; this is stronger than the tolerance
+// against the reference above. Runs only where two such levels exist.
+TEST(Matmul, ArmPqLevelsAgreeBitwise) {
+  std::vector<Isa> arm;
+  for (Isa i : supported_isas())
+    if (i == Isa::Neon || i == Isa::Dotprod || i == Isa::I8mm) arm.push_back(i);
+  if (arm.size() < 2) GTEST_SKIP() << "fewer than two ARM kernel levels on this CPU";
+  const Shape shapes[] = {{35, 300, 128}, {17, 64, 32}, {48, 200, 64}};
+  for (DType type : {DType::PQ4, DType::PQ8})
+    for (const Shape& s : shapes)
+      for (int n : {1, 2, 3, 4, 5, 17, 33}) {
+        SCOPED_TRACE(testing::Message() << dtype_name(type) << " rows=" << s.rows << " cols=" << s.cols
+                                        << " group=" << s.group << " n=" << n);
+        auto w = build_weight(type, s.rows, s.cols, s.group, 31 + s.rows);
+        auto x = random_x(n, s.cols, 5 + n);
+        std::vector<float> y0(static_cast<size_t>(n * s.rows)), y1(y0.size());
+        matmul_with(kernel_table(arm[0]), w.view, x.data(), n, y0.data(), nullptr);
+        for (size_t l = 1; l < arm.size(); ++l) {
+          SCOPED_TRACE(testing::Message() << isa_name(arm[l]) << " vs " << isa_name(arm[0]));
+          std::fill(y1.begin(), y1.end(), -1.0f);
+          matmul_with(kernel_table(arm[l]), w.view, x.data(), n, y1.data(), nullptr);
+          ASSERT_EQ(0, std::memcmp(y0.data(), y1.data(), y0.size() * sizeof(float)));
+        }
+      }
+}
+
+// Largest integer partial sums: every weight code at its extreme and every
+// activation quantized to +-127 (constant rows). Kernels that accumulate in
+// int16 lanes (plain NEON) would overflow here first if their bound were
+// wrong; the result is checked against the double reference.
+TEST(Matmul, PqExtremeCodesMatchReference) {
+  const int64_t rows = 20, cols = 256;
+  for (DType type : {DType::PQ4, DType::PQ8})
+    for (int group : {32, 128})
+      for (int sign : {1, -1}) {
+        const bool q4 = type == DType::PQ4;
+        // Codes: 15 for PQ4 (values s * 15 + m); +-127 for PQ8 times the
+        // activations' sign, so every product has the same sign.
+        auto w = build_weight(type, rows, cols, group, 9);
+        const int64_t groups = cols / group, gblock = 16 * (q4 ? group / 2 + 4 : group + 2);
+        const int hdr = q4 ? 64 : 32;
+        for (int64_t tile = 0; tile < (rows + 15) / 16; ++tile)
+          for (int64_t g = 0; g < groups; ++g) {
+            uint8_t* blk = w.bytes.data() + (tile * groups + g) * gblock;
+            std::memset(blk + hdr, q4 ? 0xff : static_cast<uint8_t>(static_cast<int8_t>(127 * sign)),
+                        static_cast<size_t>(gblock - hdr));
+            for (int64_t rr = 0; rr < 16 && tile * 16 + rr < rows; ++rr) {
+              const float s = f16_to_f32(static_cast<uint16_t>(blk[2 * rr] | blk[2 * rr + 1] << 8));
+              const float m = q4 ? f16_to_f32(static_cast<uint16_t>(blk[32 + 2 * rr] | blk[33 + 2 * rr] << 8)) : 0.0f;
+              for (int64_t k = g * group; k < (g + 1) * group; ++k)
+                w.values[(tile * 16 + rr) * cols + k] = q4 ? s * 15.0f + m : s * 127.0f * sign;
+            }
+          }
+        const int n = 5;
+        std::vector<float> x(static_cast<size_t>(n * cols));
+        for (int t = 0; t < n; ++t)
+          for (int64_t k = 0; k < cols; ++k) x[t * cols + k] = sign * (0.5f + 0.25f * t);
+        auto ref = test::reference_matmul(w.values, rows, cols, x, n);
+        for (Isa isa : supported_isas()) {
+          SCOPED_TRACE(testing::Message() << isa_name(isa) << " " << dtype_name(type) << " group=" << group
+                                          << " sign=" << sign);
+          const KernelTable& table = kernel_table(isa);
+          const bool int8_acts = table.matmul[static_cast<int>(type)].int8_acts;
+          std::vector<float> y(static_cast<size_t>(n * rows));
+          matmul_with(table, w.view, x.data(), n, y.data(), nullptr);
+          for (int t = 0; t < n; ++t)
+            for (int64_t r = 0; r < rows; ++r)
+              ASSERT_NEAR(y[t * rows + r], ref[t * rows + r], tolerance(w.values, x, cols, r, t, int8_acts))
+                  << "t=" << t << " r=" << r;
+        }
+      }
+}
 
 TEST(Matmul, RejectsTruncatedWeights) {
   auto w = build_weight(DType::PQ4, 20, 64, 32, 1);

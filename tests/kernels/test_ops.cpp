@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "common/test_util.h"
 #include "kernels/table.h"
@@ -88,7 +89,8 @@ TEST(Ops, EveryIsaMatchesScalar) {
   for (Isa isa : supported_isas()) {
     SCOPED_TRACE(isa_name(isa));
     const KernelTable& t = kernel_table(isa);
-    for (int n : {1, 7, 8, 33, 1024}) {
+    // Odd sizes hit the 4- and 8-wide loops and their scalar tails.
+    for (int n : {1, 3, 4, 5, 7, 8, 17, 33, 1024}) {
       SCOPED_TRACE(n);
       auto x = random_vec(n, 10 + n), w = random_vec(n, 20 + n);
       std::vector<float> a(n), b(n);
@@ -115,8 +117,10 @@ TEST(Ops, EveryIsaMatchesScalar) {
       ref().f16_to_f32_row(h1.data(), b.data(), n);
       EXPECT_EQ(a, b);
     }
-    for (int hd : {4, 64, 128}) {
+    // head_dim 12: a 4-wide block plus a scalar tail; 8/64/128 common sizes.
+    for (int hd : {4, 8, 12, 64, 128}) {
       for (RopeStyle st : {RopeStyle::Halves, RopeStyle::Adjacent}) {
+        SCOPED_TRACE(testing::Message() << "rope hd=" << hd << " style=" << static_cast<int>(st));
         auto x = random_vec(3 * hd, 40 + hd), y = x;
         std::vector<float> inv(hd / 2);
         for (int i = 0; i < hd / 2; ++i) inv[i] = std::pow(10000.0f, -2.0f * i / hd);
@@ -124,6 +128,8 @@ TEST(Ops, EveryIsaMatchesScalar) {
         ref().rope(y.data(), 3, hd, 517, st, inv.data());
         expect_close(x, y, 1e-5f, 1e-5f);
       }
+    }
+    for (int hd : {4, 64, 128}) {
       for (int n_ctx : {1, 5, 300}) {
         const int64_t stride = 8 * hd + 3;
         auto q = random_vec(hd, 50 + n_ctx);
@@ -137,6 +143,48 @@ TEST(Ops, EveryIsaMatchesScalar) {
         expect_close(o1, o2, 1e-4f, 1e-5f);
       }
     }
+  }
+}
+
+// fp16 conversions at the edges of the format: subnormals, the rounding
+// boundary to infinity, ties to even, signed zeros and infinities. Every
+// level must match the scalar reference bitwise; NaN must stay NaN (only
+// the payload may differ).
+TEST(Ops, F16RowsMatchScalarOnSpecialValues) {
+  const float inf = INFINITY;
+  std::vector<float> x = {
+      0.0f, -0.0f, 1.0f, -2.5f, 1234.5678f, 0.33333334f, -7.77e-3f,
+      65504.0f, 65519.99f, 65520.0f, -65520.0f, 1e6f, inf, -inf,  // largest half, rounding to inf
+      6.1035156e-05f, 6.0e-05f, 5.9604645e-08f, -1.0e-07f, 1e-10f,  // smallest normal, subnormals, underflow
+      2.98e-08f, 2.9802322e-08f, 3.0e-08f,                           // around half the smallest subnormal (a tie)
+      1.00048828125f, 1.00146484375f};                               // ties between normals: to even
+  for (int i = 0; i < 9; ++i) x.push_back(static_cast<float>(i) * 0.1f - 0.4f);  // length 33: 4 x 8 + tail
+  const int64_t n = static_cast<int64_t>(x.size());
+  for (Isa isa : supported_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    const KernelTable& t = kernel_table(isa);
+    std::vector<uint16_t> h1(n), h2(n);
+    t.f32_to_f16_row(x.data(), h1.data(), n);
+    ref().f32_to_f16_row(x.data(), h2.data(), n);
+    for (int64_t i = 0; i < n; ++i) EXPECT_EQ(h1[i], h2[i]) << "x=" << x[i];
+
+    // Every finite and infinite half bit pattern back to float.
+    std::vector<uint16_t> all;
+    for (uint32_t b = 0; b < 0x10000; ++b)
+      if ((b & 0x7c00) != 0x7c00 || (b & 0x3ff) == 0) all.push_back(static_cast<uint16_t>(b));
+    all.push_back(0x7e00);  // a NaN, last
+    std::vector<float> f1(all.size()), f2(all.size());
+    t.f16_to_f32_row(all.data(), f1.data(), static_cast<int64_t>(all.size()));
+    ref().f16_to_f32_row(all.data(), f2.data(), static_cast<int64_t>(all.size()));
+    ASSERT_EQ(0, std::memcmp(f1.data(), f2.data(), (all.size() - 1) * sizeof(float)));
+    EXPECT_TRUE(std::isnan(f1.back()));
+
+    float nan_in[3] = {NAN, 1.0f, -NAN};
+    uint16_t nan_out[3];
+    t.f32_to_f16_row(nan_in, nan_out, 3);
+    EXPECT_TRUE(std::isnan(f16_to_f32(nan_out[0])));
+    EXPECT_EQ(nan_out[1], 0x3c00);
+    EXPECT_TRUE(std::isnan(f16_to_f32(nan_out[2])));
   }
 }
 
