@@ -78,7 +78,7 @@ Vocab synthetic_vocab(int vocab_size) {
   const int placeholders = vocab_size - 256 - kSpecialCount;
   for (int i = 0; i < placeholders; ++i) {
     v.tokens.push_back("<|tok_" + std::to_string(256 + i) + "|>");
-    v.types.push_back(TokenType::UserDefined);
+    v.types.push_back(TokenType::Normal);  // plain text pieces, as most of a real vocabulary is
   }
   for (const char* s : kSpecials) {
     v.tokens.emplace_back(s);

@@ -38,6 +38,12 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
   return file;
 }
 
+void MappedFile::prefault() const {
+#ifdef MADV_POPULATE_READ
+  if (data_ != nullptr) madvise(const_cast<uint8_t*>(data_), size_, MADV_POPULATE_READ);
+#endif
+}
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr) munmap(const_cast<uint8_t*>(data_), size_);
 }

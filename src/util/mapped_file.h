@@ -20,6 +20,14 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Maps every page now, in one system call, instead of one page fault per
+  // 4 KiB page during the first forward pass (tens of thousands of faults
+  // for a 170 MB model: most of the load-to-first-token time with a warm
+  // page cache). Pages the cache does not hold are read from disk here.
+  // Best effort: a kernel without MADV_POPULATE_READ (< 5.14) just faults
+  // them in later.
+  void prefault() const;
+
  private:
   MappedFile() = default;
   const uint8_t* data_ = nullptr;
