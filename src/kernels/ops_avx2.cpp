@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/attention_impl.h"
 #include "kernels/table.h"
 
 namespace pocket::kernels {
@@ -179,107 +180,82 @@ void attention_avx2(const float* q, const uint16_t* k, const uint16_t* v, int n_
   }
 }
 
-// Positions per step of the multi-query attention: 64 fp16 rows of 128 are
-// 16 KB, so a block of K or V stays in L1 while every query pair uses it.
-constexpr int kAttnBlock = 64;
+// Inner loops of the multi-query attention (driver: attention_impl.h).
+struct AttentionOpsAvx2 {
+  static constexpr int kLanes = 8;
+  static void softmax(float* x, int n) { softmax_avx2(x, n); }
 
-// s_j[t0 + t] = scale * q_j . K[t] for t in [0, n_t), for NQ (1 or 2) queries
-// at once. Four positions per step: each K chunk converted feeds 4 * NQ
-// independent FMA chains, and one hadd tree turns 4 accumulators into 4
-// scores instead of a full horizontal sum per position.
-template <int NQ>
-void attn_scores(const float* const* q, const uint16_t* k, int n_t, int hd, float scale, float* const* s, int t0) {
-  const __m128 vscale = _mm_set1_ps(scale);
-  int t = 0;
-  for (; t + 4 <= n_t; t += 4) {
-    __m256 acc[NQ][4];
-    for (int j = 0; j < NQ; ++j)
-      for (int p = 0; p < 4; ++p) acc[j][p] = _mm256_setzero_ps();
-    const uint16_t* kt = k + static_cast<size_t>(t) * hd;
-    for (int d = 0; d < hd; d += 8) {
-      __m256 qd[NQ];
-      for (int j = 0; j < NQ; ++j) qd[j] = _mm256_loadu_ps(q[j] + d);
-      for (int p = 0; p < 4; ++p) {
-        const __m256 kv = load_half8(kt + p * hd + d);
-        for (int j = 0; j < NQ; ++j) acc[j][p] = _mm256_fmadd_ps(qd[j], kv, acc[j][p]);
-      }
-    }
-    for (int j = 0; j < NQ; ++j) {
-      // hadd(hadd(a0, a1), hadd(a2, a3)) leaves position p's partial sums in
-      // lane p of each 128-bit half.
-      const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(acc[j][0], acc[j][1]), _mm256_hadd_ps(acc[j][2], acc[j][3]));
-      const __m128 r = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-      _mm_storeu_ps(s[j] + t0 + t, _mm_mul_ps(r, vscale));
-    }
-  }
-  for (; t < n_t; ++t)
-    for (int j = 0; j < NQ; ++j) s[j][t0 + t] = dot_q_k(q[j], k + static_cast<size_t>(t) * hd, hd) * scale;
-}
-
-// out_j += sum_t p_j[t0 + t] V[t] over t in [0, n_t) (out_j = ... when
-// `first`), NQ (1 or 2) queries and 32 columns per pass: 8 accumulators,
-// 4 converted V vectors and 2 broadcasts fit the 16 ymm registers.
-template <int NQ>
-void attn_values(const float* const* p, const uint16_t* v, int n_t, int hd, float* const* out, int t0, bool first) {
-  for (int d = 0; d < hd; d += 32) {
-    const int w = std::min(32, hd - d) / 8;  // vectors in this pass (hd is a multiple of 8)
-    __m256 acc[NQ][4];
-    for (int j = 0; j < NQ; ++j)
-      for (int i = 0; i < 4; ++i) acc[j][i] = (first || i >= w) ? _mm256_setzero_ps() : _mm256_loadu_ps(out[j] + d + 8 * i);
-    if (w == 4) {
-      for (int t = 0; t < n_t; ++t) {
-        const uint16_t* vt = v + static_cast<size_t>(t) * hd + d;
-        const __m256 v0 = load_half8(vt), v1 = load_half8(vt + 8), v2 = load_half8(vt + 16), v3 = load_half8(vt + 24);
-        for (int j = 0; j < NQ; ++j) {
-          const __m256 pj = _mm256_broadcast_ss(p[j] + t0 + t);
-          acc[j][0] = _mm256_fmadd_ps(pj, v0, acc[j][0]);
-          acc[j][1] = _mm256_fmadd_ps(pj, v1, acc[j][1]);
-          acc[j][2] = _mm256_fmadd_ps(pj, v2, acc[j][2]);
-          acc[j][3] = _mm256_fmadd_ps(pj, v3, acc[j][3]);
+  // s_j[t0 + t] = scale * q_j . K[t] for t in [0, n_t), for NQ (1 or 2) queries
+  // at once. Four positions per step: each K chunk converted feeds 4 * NQ
+  // independent FMA chains, and one hadd tree turns 4 accumulators into 4
+  // scores instead of a full horizontal sum per position.
+  template <int NQ>
+  static void scores(const float* const* q, const uint16_t* k, int n_t, int hd, float scale, float* const* s, int t0) {
+    const __m128 vscale = _mm_set1_ps(scale);
+    int t = 0;
+    for (; t + 4 <= n_t; t += 4) {
+      __m256 acc[NQ][4];
+      for (int j = 0; j < NQ; ++j)
+        for (int p = 0; p < 4; ++p) acc[j][p] = _mm256_setzero_ps();
+      const uint16_t* kt = k + static_cast<size_t>(t) * hd;
+      for (int d = 0; d < hd; d += 8) {
+        __m256 qd[NQ];
+        for (int j = 0; j < NQ; ++j) qd[j] = _mm256_loadu_ps(q[j] + d);
+        for (int p = 0; p < 4; ++p) {
+          const __m256 kv = load_half8(kt + p * hd + d);
+          for (int j = 0; j < NQ; ++j) acc[j][p] = _mm256_fmadd_ps(qd[j], kv, acc[j][p]);
         }
       }
-    } else {
-      for (int t = 0; t < n_t; ++t)
-        for (int i = 0; i < w; ++i) {
-          const __m256 vi = load_half8(v + static_cast<size_t>(t) * hd + d + 8 * i);
-          for (int j = 0; j < NQ; ++j) acc[j][i] = _mm256_fmadd_ps(_mm256_broadcast_ss(p[j] + t0 + t), vi, acc[j][i]);
-        }
+      for (int j = 0; j < NQ; ++j) {
+        // hadd(hadd(a0, a1), hadd(a2, a3)) leaves position p's partial sums in
+        // lane p of each 128-bit half.
+        const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(acc[j][0], acc[j][1]), _mm256_hadd_ps(acc[j][2], acc[j][3]));
+        const __m128 r = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+        _mm_storeu_ps(s[j] + t0 + t, _mm_mul_ps(r, vscale));
+      }
     }
-    for (int j = 0; j < NQ; ++j)
-      for (int i = 0; i < w; ++i) _mm256_storeu_ps(out[j] + d + 8 * i, acc[j][i]);
+    for (; t < n_t; ++t)
+      for (int j = 0; j < NQ; ++j) s[j][t0 + t] = dot_q_k(q[j], k + static_cast<size_t>(t) * hd, hd) * scale;
   }
-}
+
+  // out_j += sum_t p_j[t0 + t] V[t] over t in [0, n_t) (out_j = ... when
+  // `first`), NQ (1 or 2) queries and 32 columns per pass: 8 accumulators,
+  // 4 converted V vectors and 2 broadcasts fit the 16 ymm registers.
+  template <int NQ>
+  static void values(const float* const* p, const uint16_t* v, int n_t, int hd, float* const* out, int t0, bool first) {
+    for (int d = 0; d < hd; d += 32) {
+      const int w = std::min(32, hd - d) / 8;  // vectors in this pass (hd is a multiple of 8)
+      __m256 acc[NQ][4];
+      for (int j = 0; j < NQ; ++j)
+        for (int i = 0; i < 4; ++i) acc[j][i] = (first || i >= w) ? _mm256_setzero_ps() : _mm256_loadu_ps(out[j] + d + 8 * i);
+      if (w == 4) {
+        for (int t = 0; t < n_t; ++t) {
+          const uint16_t* vt = v + static_cast<size_t>(t) * hd + d;
+          const __m256 v0 = load_half8(vt), v1 = load_half8(vt + 8), v2 = load_half8(vt + 16), v3 = load_half8(vt + 24);
+          for (int j = 0; j < NQ; ++j) {
+            const __m256 pj = _mm256_broadcast_ss(p[j] + t0 + t);
+            acc[j][0] = _mm256_fmadd_ps(pj, v0, acc[j][0]);
+            acc[j][1] = _mm256_fmadd_ps(pj, v1, acc[j][1]);
+            acc[j][2] = _mm256_fmadd_ps(pj, v2, acc[j][2]);
+            acc[j][3] = _mm256_fmadd_ps(pj, v3, acc[j][3]);
+          }
+        }
+      } else {
+        for (int t = 0; t < n_t; ++t)
+          for (int i = 0; i < w; ++i) {
+            const __m256 vi = load_half8(v + static_cast<size_t>(t) * hd + d + 8 * i);
+            for (int j = 0; j < NQ; ++j) acc[j][i] = _mm256_fmadd_ps(_mm256_broadcast_ss(p[j] + t0 + t), vi, acc[j][i]);
+          }
+      }
+      for (int j = 0; j < NQ; ++j)
+        for (int i = 0; i < w; ++i) _mm256_storeu_ps(out[j] + d + 8 * i, acc[j][i]);
+    }
+  }
+};
 
 void attention_heads_avx2(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int hd, float scale,
                           float* scratch) {
-  if (hd % 8 != 0) {
-    kernel_table(Isa::Scalar).attention_heads(qs, k, v, hd, scale, scratch);
-    return;
-  }
-  int max_ctx = 0;
-  for (int j = 0; j < qs.n; ++j) max_ctx = std::max(max_ctx, qs.n_ctx[j]);
-  float* s[kMaxAttentionQueries];
-  for (int j = 0; j < qs.n; ++j) s[j] = scratch + static_cast<size_t>(j) * max_ctx;
-  // Scores for every query over all max_ctx positions (a query's positions
-  // past its own n_ctx are valid rows of later tokens; softmax ignores them).
-  for (int t0 = 0; t0 < max_ctx; t0 += kAttnBlock) {
-    const int n_t = std::min(kAttnBlock, max_ctx - t0);
-    const uint16_t* kb = k + static_cast<size_t>(t0) * hd;
-    int j = 0;
-    for (; j + 2 <= qs.n; j += 2) attn_scores<2>(qs.q + j, kb, n_t, hd, scale, s + j, t0);
-    if (j < qs.n) attn_scores<1>(qs.q + j, kb, n_t, hd, scale, s + j, t0);
-  }
-  for (int j = 0; j < qs.n; ++j) {
-    softmax_avx2(s[j], qs.n_ctx[j]);
-    std::fill(s[j] + qs.n_ctx[j], s[j] + max_ctx, 0.0f);  // the causal mask
-  }
-  for (int t0 = 0; t0 < max_ctx; t0 += kAttnBlock) {
-    const int n_t = std::min(kAttnBlock, max_ctx - t0);
-    const uint16_t* vb = v + static_cast<size_t>(t0) * hd;
-    int j = 0;
-    for (; j + 2 <= qs.n; j += 2) attn_values<2>(s + j, vb, n_t, hd, qs.out + j, t0, t0 == 0);
-    if (j < qs.n) attn_values<1>(s + j, vb, n_t, hd, qs.out + j, t0, t0 == 0);
-  }
+  attention_heads_blocked<AttentionOpsAvx2>(qs, k, v, hd, scale, scratch);
 }
 
 void f32_to_f16_row_avx2(const float* x, uint16_t* y, int64_t n) {

@@ -1,0 +1,60 @@
+// The blocking of multi-query attention (kernels::attention_heads), written
+// once for every SIMD level. An ISA file supplies the inner loops as an
+// `Ops` type:
+//   template <int NQ> static void scores(q, k, n_t, hd, scale, s, t0);
+//       s[j][t0 + t] = scale * q[j] . K[t], t in [0, n_t), NQ = 1 or 2
+//   template <int NQ> static void values(p, v, n_t, hd, out, t0, first);
+//       out[j] (=, or += unless first) sum_t p[j][t0 + t] V[t]
+//   static void softmax(float* x, int n);
+//   static constexpr int kLanes;   // head_dim must be a multiple of this
+// Included only by ISA-specific translation units; unnamed namespace for
+// the reason given in x86_vec.h.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/table.h"
+
+namespace pocket::kernels {
+namespace {
+
+// Positions per block: 64 fp16 rows of 128 are 16 KB, so a block of K or V
+// stays in L1 while every pair of queries uses it.
+constexpr int kAttnBlock = 64;
+
+template <class Ops>
+void attention_heads_blocked(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int hd, float scale,
+                             float* scratch) {
+  if (hd % Ops::kLanes != 0) {
+    kernel_table(Isa::Scalar).attention_heads(qs, k, v, hd, scale, scratch);
+    return;
+  }
+  int max_ctx = 0;
+  for (int j = 0; j < qs.n; ++j) max_ctx = std::max(max_ctx, qs.n_ctx[j]);
+  float* s[kMaxAttentionQueries];
+  for (int j = 0; j < qs.n; ++j) s[j] = scratch + static_cast<size_t>(j) * max_ctx;
+  // Scores for every query over all max_ctx positions (a query's positions
+  // past its own n_ctx are valid rows of later tokens; the mask drops them).
+  for (int t0 = 0; t0 < max_ctx; t0 += kAttnBlock) {
+    const int n_t = std::min(kAttnBlock, max_ctx - t0);
+    const uint16_t* kb = k + static_cast<size_t>(t0) * hd;
+    int j = 0;
+    for (; j + 2 <= qs.n; j += 2) Ops::template scores<2>(qs.q + j, kb, n_t, hd, scale, s + j, t0);
+    if (j < qs.n) Ops::template scores<1>(qs.q + j, kb, n_t, hd, scale, s + j, t0);
+  }
+  for (int j = 0; j < qs.n; ++j) {
+    Ops::softmax(s[j], qs.n_ctx[j]);
+    std::fill(s[j] + qs.n_ctx[j], s[j] + max_ctx, 0.0f);  // the causal mask
+  }
+  for (int t0 = 0; t0 < max_ctx; t0 += kAttnBlock) {
+    const int n_t = std::min(kAttnBlock, max_ctx - t0);
+    const uint16_t* vb = v + static_cast<size_t>(t0) * hd;
+    int j = 0;
+    for (; j + 2 <= qs.n; j += 2) Ops::template values<2>(s + j, vb, n_t, hd, qs.out + j, t0, t0 == 0);
+    if (j < qs.n) Ops::template values<1>(s + j, vb, n_t, hd, qs.out + j, t0, t0 == 0);
+  }
+}
+
+}  // namespace
+}  // namespace pocket::kernels
