@@ -1,8 +1,5 @@
 #include "cli_common.h"
 
-#include <algorithm>
-#include <thread>
-
 #include "util/error.h"
 
 namespace pocket::cli {
@@ -23,19 +20,9 @@ LoadedModel ModelOptions::load(std::string* path_out) const {
   return load_model(path, o);
 }
 
-int ModelOptions::resolve_threads() const {
-  if (threads > 0) return threads;
-  return std::max(1u, std::thread::hardware_concurrency());
-}
+int ModelOptions::resolve_threads() const { return pocket::resolve_threads(threads); }
 
-int ModelOptions::resolve_context(const ModelConfig& cfg) const {
-  if (context > 0) {
-    if (context > cfg.max_seq_len)
-      fail("context size ", context, " exceeds the model's context length ", cfg.max_seq_len);
-    return context;
-  }
-  return std::min(cfg.max_seq_len, 4096);
-}
+int ModelOptions::resolve_context(const ModelConfig& cfg) const { return pocket::resolve_context(context, cfg); }
 
 void GenerationFlags::add_to(CLI::App& app) {
   SamplerConfig& s = gen.sampling;

@@ -1,7 +1,4 @@
 // The public Engine facade over loader, Session and ChatSession.
-#include <algorithm>
-#include <thread>
-
 #include "generate/chat_session.h"
 #include "generate/session.h"
 #include "pocket/pocket.h"
@@ -62,11 +59,8 @@ std::unique_ptr<Engine> Engine::open(const std::string& model_path, const Engine
   oo.tokenizer_path = options.tokenizer_path;
   impl->model = load_model(model_path, oo);
   const ModelConfig& cfg = impl->model.model->config();
-  if (options.context < 0 || options.context > cfg.max_seq_len)
-    fail("context size ", options.context, " is outside [1, ", cfg.max_seq_len, "] for ", model_path);
-  if (options.threads < 0) fail("thread count ", options.threads, " must be >= 0");
-  int ctx = options.context > 0 ? options.context : std::min(cfg.max_seq_len, 4096);
-  int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int ctx = resolve_context(options.context, cfg);
+  const int threads = resolve_threads(options.threads);
   impl->session = std::make_unique<Session>(impl->model.model, impl->model.tokenizer, ctx, threads);
   impl->new_chat();
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));

@@ -21,6 +21,14 @@ struct LoadedModel {
 
 LoadedModel load_model(const std::string& path, const OpenOptions& opts = {});
 
+// Worker threads for a request of `requested` (0 = one per hardware thread).
+int resolve_threads(int requested);
+
+// Context size for a request of `requested` tokens (0 = the model's context
+// length, capped at 4096 to bound the KV cache reservation). Fails with a
+// clear message for a negative size or one beyond the model's.
+int resolve_context(int requested, const ModelConfig& cfg);
+
 // The model `pocket run` uses without -m: $POCKET_MODEL, else the
 // stories260K model in the shared folder the build was configured with.
 std::string default_model_path(const std::string& shared_dir);
