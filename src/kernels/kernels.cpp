@@ -141,10 +141,6 @@ void swiglu(float* gate, const float* up, int n) { active().swiglu(gate, up, n);
 void rope(float* x, int n_heads, int head_dim, int pos, RopeStyle style, const float* inv_freq) {
   active().rope(x, n_heads, head_dim, pos, style, inv_freq);
 }
-void attention(const float* q, const uint16_t* k, const uint16_t* v, int n_ctx, int head_dim, int64_t stride,
-               float scale, float* scratch, float* out) {
-  active().attention(q, k, v, n_ctx, head_dim, stride, scale, scratch, out);
-}
 void attention_heads(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int head_dim, float scale,
                      float* scratch) {
   if (qs.n < 1 || qs.n > kMaxAttentionQueries) fail("attention: ", qs.n, " queries (1..", kMaxAttentionQueries, ")");

@@ -48,13 +48,6 @@ void swiglu(float* gate, const float* up, int n);
 // inv_freq has head_dim/2 entries: theta^(-2i/head_dim).
 void rope(float* x, int n_heads, int head_dim, int pos, RopeStyle style, const float* inv_freq);
 
-// Attention of one query head over n_ctx cached positions:
-//   out[head_dim] = softmax(scale * q . K[t]) . V[t],  t in [0, n_ctx)
-// K and V rows are fp16 (IEEE half, as uint16_t), `stride` elements apart.
-// `scratch` holds at least n_ctx floats.
-void attention(const float* q, const uint16_t* k, const uint16_t* v, int n_ctx, int head_dim, int64_t stride,
-               float scale, float* scratch, float* out);
-
 // Several query vectors that attend over the same K/V head: the query heads
 // of one GQA group, for one token (decode) or a few consecutive tokens
 // (prefill). Reading each cached K/V row once for all of them is what makes

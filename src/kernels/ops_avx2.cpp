@@ -146,40 +146,6 @@ inline float dot_q_k(const float* q, const uint16_t* kt, int head_dim) {
   return dot;
 }
 
-void attention_avx2(const float* q, const uint16_t* k, const uint16_t* v, int n_ctx, int head_dim, int64_t stride,
-               float scale, float* scratch, float* out) {
-  for (int t = 0; t < n_ctx; ++t) scratch[t] = dot_q_k(q, k + t * stride, head_dim) * scale;
-  softmax_avx2(scratch, n_ctx);
-  // Weighted sum of V rows: 32 output columns at a time, so each position
-  // feeds four independent accumulators.
-  int i = 0;
-  for (; i + 32 <= head_dim; i += 32) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int t = 0; t < n_ctx; ++t) {
-      const __m256 p = _mm256_set1_ps(scratch[t]);
-      const uint16_t* vt = v + t * stride + i;
-      a0 = _mm256_fmadd_ps(p, load_half8(vt), a0);
-      a1 = _mm256_fmadd_ps(p, load_half8(vt + 8), a1);
-      a2 = _mm256_fmadd_ps(p, load_half8(vt + 16), a2);
-      a3 = _mm256_fmadd_ps(p, load_half8(vt + 24), a3);
-    }
-    _mm256_storeu_ps(out + i, a0);
-    _mm256_storeu_ps(out + i + 8, a1);
-    _mm256_storeu_ps(out + i + 16, a2);
-    _mm256_storeu_ps(out + i + 24, a3);
-  }
-  for (; i + 8 <= head_dim; i += 8) {
-    __m256 acc = _mm256_setzero_ps();
-    for (int t = 0; t < n_ctx; ++t) acc = _mm256_fmadd_ps(_mm256_set1_ps(scratch[t]), load_half8(v + t * stride + i), acc);
-    _mm256_storeu_ps(out + i, acc);
-  }
-  for (; i < head_dim; ++i) {
-    float acc = 0.0f;
-    for (int t = 0; t < n_ctx; ++t) acc += scratch[t] * half_at(v + t * stride + i);
-    out[i] = acc;
-  }
-}
-
 // Inner loops of the multi-query attention (driver: attention_impl.h).
 struct AttentionOpsAvx2 {
   static constexpr int kLanes = 8;
@@ -279,7 +245,6 @@ void install_x86_ops(KernelTable& t) {
   t.softmax = softmax_avx2;
   t.swiglu = swiglu_avx2;
   t.rope = rope_avx2;
-  t.attention = attention_avx2;
   t.attention_heads = attention_heads_avx2;
   t.f32_to_f16_row = f32_to_f16_row_avx2;
   t.f16_to_f32_row = f16_to_f32_row_avx2;

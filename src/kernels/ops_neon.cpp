@@ -1,12 +1,12 @@
 // Vectorised element-wise kernels for baseline AArch64 Advanced SIMD (no
 // extensions, so cortex-a53-class cores get them). Same algorithms as
-// ops_avx2.cpp; the dotprod and i8mm levels inherit them. `attention` is
-// not set here (the scalar reference stays until a shared kernel lands).
+// ops_avx2.cpp; the dotprod and i8mm levels inherit them.
 #include <arm_neon.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/attention_impl.h"
 #include "kernels/table.h"
 
 namespace pocket::kernels {
@@ -168,6 +168,75 @@ void f16_to_f32_row_neon(const uint16_t* x, float* y, int64_t n) {
   }
 }
 
+inline float32x4_t load_half4(const uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
+
+// Inner loops of the multi-query attention (driver: attention_impl.h).
+struct AttentionOpsNeon {
+  static constexpr int kLanes = 4;
+  static void softmax(float* x, int n) { softmax_neon(x, n); }
+
+  // s_j[t0 + t] = scale * q_j . K[t], NQ (1 or 2) queries, four positions per
+  // step: each converted K vector feeds 4 * NQ independent FMA chains and two
+  // pairwise-add levels turn 4 accumulators into 4 scores.
+  template <int NQ>
+  static void scores(const float* const* q, const uint16_t* k, int n_t, int hd, float scale, float* const* s, int t0) {
+    int t = 0;
+    for (; t + 4 <= n_t; t += 4) {
+      float32x4_t acc[NQ][4];
+      for (int j = 0; j < NQ; ++j)
+        for (int p = 0; p < 4; ++p) acc[j][p] = vdupq_n_f32(0.0f);
+      const uint16_t* kt = k + static_cast<size_t>(t) * hd;
+      for (int d = 0; d < hd; d += 4) {
+        float32x4_t qd[NQ];
+        for (int j = 0; j < NQ; ++j) qd[j] = vld1q_f32(q[j] + d);
+        for (int p = 0; p < 4; ++p) {
+          const float32x4_t kv = load_half4(kt + p * hd + d);
+          for (int j = 0; j < NQ; ++j) acc[j][p] = vfmaq_f32(acc[j][p], qd[j], kv);
+        }
+      }
+      for (int j = 0; j < NQ; ++j) {
+        const float32x4_t r = vpaddq_f32(vpaddq_f32(acc[j][0], acc[j][1]), vpaddq_f32(acc[j][2], acc[j][3]));
+        vst1q_f32(s[j] + t0 + t, vmulq_n_f32(r, scale));
+      }
+    }
+    for (; t < n_t; ++t)
+      for (int j = 0; j < NQ; ++j) {
+        float32x4_t acc = vdupq_n_f32(0.0f);
+        for (int d = 0; d < hd; d += 4)
+          acc = vfmaq_f32(acc, vld1q_f32(q[j] + d), load_half4(k + static_cast<size_t>(t) * hd + d));
+        s[j][t0 + t] = vaddvq_f32(acc) * scale;
+      }
+  }
+
+  // out_j (+)= sum_t p_j[t0 + t] V[t], NQ (1 or 2) queries, up to 32 columns
+  // per pass: 16 accumulators and 8 converted V vectors of the 32 registers.
+  template <int NQ>
+  static void values(const float* const* p, const uint16_t* v, int n_t, int hd, float* const* out, int t0, bool first) {
+    for (int d = 0; d < hd; d += 32) {
+      const int w = std::min(32, hd - d) / 4;  // vectors in this pass (hd is a multiple of 4)
+      float32x4_t acc[NQ][8];
+      for (int j = 0; j < NQ; ++j)
+        for (int i = 0; i < 8; ++i) acc[j][i] = (first || i >= w) ? vdupq_n_f32(0.0f) : vld1q_f32(out[j] + d + 4 * i);
+      for (int t = 0; t < n_t; ++t) {
+        const uint16_t* vt = v + static_cast<size_t>(t) * hd + d;
+        float32x4_t vv[8];
+        for (int i = 0; i < w; ++i) vv[i] = load_half4(vt + 4 * i);
+        for (int j = 0; j < NQ; ++j) {
+          const float pj = p[j][t0 + t];
+          for (int i = 0; i < w; ++i) acc[j][i] = vfmaq_n_f32(acc[j][i], vv[i], pj);
+        }
+      }
+      for (int j = 0; j < NQ; ++j)
+        for (int i = 0; i < w; ++i) vst1q_f32(out[j] + d + 4 * i, acc[j][i]);
+    }
+  }
+};
+
+void attention_heads_neon(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int hd, float scale,
+                          float* scratch) {
+  attention_heads_blocked<AttentionOpsNeon>(qs, k, v, hd, scale, scratch);
+}
+
 }  // namespace
 
 void install_neon(KernelTable& t) {
@@ -175,6 +244,7 @@ void install_neon(KernelTable& t) {
   t.softmax = softmax_neon;
   t.swiglu = swiglu_neon;
   t.rope = rope_neon;
+  t.attention_heads = attention_heads_neon;
   t.f32_to_f16_row = f32_to_f16_row_neon;
   t.f16_to_f32_row = f16_to_f32_row_neon;
   install_neon_matmul(t);

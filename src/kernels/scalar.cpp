@@ -103,7 +103,6 @@ void install_scalar(KernelTable& t) {
   t.softmax = softmax_ref;
   t.swiglu = swiglu_ref;
   t.rope = rope_ref;
-  t.attention = attention_ref;
   t.attention_heads = attention_heads_ref;
   t.f32_to_f16_row = f32_to_f16_row_ref;
   t.f16_to_f32_row = f16_to_f32_row_ref;

@@ -46,8 +46,6 @@ struct KernelTable {
   void (*softmax)(float* x, int n) = nullptr;
   void (*swiglu)(float* gate, const float* up, int n) = nullptr;
   void (*rope)(float* x, int n_heads, int head_dim, int pos, RopeStyle style, const float* inv_freq) = nullptr;
-  void (*attention)(const float* q, const uint16_t* k, const uint16_t* v, int n_ctx, int head_dim, int64_t stride,
-                    float scale, float* scratch, float* out) = nullptr;
   void (*attention_heads)(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int head_dim, float scale,
                           float* scratch) = nullptr;
   void (*f32_to_f16_row)(const float* x, uint16_t* y, int64_t n) = nullptr;

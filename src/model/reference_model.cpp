@@ -20,11 +20,6 @@ std::vector<float> to_f32(const TensorView& tensor) {
 
 std::vector<float> load(const ModelFile& f, const std::string& name) { return to_f32(f.get(name)); }
 
-std::vector<float> load_optional(const ModelFile& f, const std::string& name) {
-  const TensorView* t = f.find(name);
-  return t ? to_f32(*t) : std::vector<float>{};
-}
-
 // y[rows] = W[rows][cols] * x[cols]
 void matvec(std::vector<float>& y, const std::vector<float>& w, const std::vector<float>& x, int rows, int cols) {
   y.assign(rows, 0.0f);
