@@ -89,7 +89,15 @@ void swiglu_avx2(float* gate, const float* up, int n) {
     __m256 sig = _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), g))));
     _mm256_storeu_ps(gate + i, _mm256_mul_ps(_mm256_mul_ps(g, sig), _mm256_loadu_ps(up + i)));
   }
-  for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  if (i < n) {
+    // The tail goes through the same polynomial in a padded vector, so an
+    // element's result does not depend on where the row was split.
+    alignas(32) float g[8] = {}, u[8] = {};
+    std::copy(gate + i, gate + n, g);
+    std::copy(up + i, up + n, u);
+    swiglu_avx2(g, u, 8);
+    std::copy(g, g + (n - i), gate + i);
+  }
 }
 
 // cos/sin are computed once per call (not per head) with the same libm calls

@@ -87,7 +87,15 @@ void swiglu_neon(float* gate, const float* up, int n) {
     const float32x4_t sig = vdivq_f32(one, vaddq_f32(one, exp4(vnegq_f32(g))));
     vst1q_f32(gate + i, vmulq_f32(vmulq_f32(g, sig), vld1q_f32(up + i)));
   }
-  for (; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  if (i < n) {
+    // The tail goes through the same polynomial in a padded vector, so an
+    // element's result does not depend on where the row was split.
+    float g[4] = {}, u[4] = {};
+    std::copy(gate + i, gate + n, g);
+    std::copy(up + i, up + n, u);
+    swiglu_neon(g, u, 4);
+    std::copy(g, g + (n - i), gate + i);
+  }
 }
 
 // cos/sin are computed once per call (not per head) with the same libm

@@ -107,13 +107,31 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
 
   for (int i = 0; i < n; ++i) kernels::dequant_row(*embedding_, tokens[i], x + static_cast<size_t>(i) * dim);
 
+  // Element-wise work per token: inline for one token (decode: no pool
+  // synchronisation), spread over the pool for a prompt batch, where doing it
+  // on one thread left the others idle between the matmuls.
+  auto per_token = [&](auto&& fn) {
+    if (n == 1) {
+      fn(0);
+      return;
+    }
+    pool.parallel_for(n, [&](int64_t b, int64_t e, int) {
+      for (int64_t i = b; i < e; ++i) fn(static_cast<int>(i));
+    });
+  };
+
   for (int l = 0; l < c.n_layers; ++l) {
     const Layer& L = layers_[l];
-    // --- attention block ---
-    for (int i = 0; i < n; ++i) kernels::rmsnorm(xn + i * dim, x + i * dim, L.attn_norm.data(), dim, c.norm_eps);
+    // --- attention block (the previous layer's residual add is fused in) ---
+    per_token([&](int i) {
+      float* xi = x + static_cast<size_t>(i) * dim;
+      if (l > 0)
+        for (int j = 0; j < dim; ++j) xi[j] += xn[static_cast<size_t>(i) * dim + j];
+      kernels::rmsnorm(xn + static_cast<size_t>(i) * dim, xi, L.attn_norm.data(), dim, c.norm_eps);
+    });
     const kernels::MatmulTarget qkv[] = {{L.wq, q}, {L.wk, k}, {L.wv, v}};
     kernels::matmul_multi(qkv, xn, n, &pool);
-    for (int i = 0; i < n; ++i) {
+    per_token([&](int i) {
       float* qi = q + static_cast<size_t>(i) * q_dim;
       float* ki = k + static_cast<size_t>(i) * kv_dim;
       float* vi = v + static_cast<size_t>(i) * kv_dim;
@@ -132,19 +150,26 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
         kernels::f32_to_f16_row(ki + h * hd, ctx.cache.k(l, h, pos0 + i), hd);
         kernels::f32_to_f16_row(vi + h * hd, ctx.cache.v(l, h, pos0 + i), hd);
       }
-    }
+    });
     attention(l, n, pos0, ctx, pool);
     kernels::matmul(*L.wo, attn, n, xn, &pool);
-    for (size_t j = 0; j < static_cast<size_t>(n) * dim; ++j) x[j] += xn[j];
 
     // --- feed-forward block ---
-    for (int i = 0; i < n; ++i) kernels::rmsnorm(xn + i * dim, x + i * dim, L.ffn_norm.data(), dim, c.norm_eps);
+    per_token([&](int i) {
+      float* xi = x + static_cast<size_t>(i) * dim;
+      float* xni = xn + static_cast<size_t>(i) * dim;
+      for (int j = 0; j < dim; ++j) xi[j] += xni[j];
+      kernels::rmsnorm(xni, xi, L.ffn_norm.data(), dim, c.norm_eps);
+    });
     const kernels::MatmulTarget gate_up[] = {{L.w_gate, gate}, {L.w_up, up}};
     kernels::matmul_multi(gate_up, xn, n, &pool);
-    kernels::swiglu(gate, up, n * c.hidden_dim);
+    per_token([&](int i) {
+      const size_t at = static_cast<size_t>(i) * c.hidden_dim;
+      kernels::swiglu(gate + at, up + at, c.hidden_dim);
+    });
     kernels::matmul(*L.w_down, gate, n, xn, &pool);
-    for (size_t j = 0; j < static_cast<size_t>(n) * dim; ++j) x[j] += xn[j];
   }
+  for (size_t j = 0; j < static_cast<size_t>(n) * dim; ++j) x[j] += xn[j];  // the last layer's residual
   ctx.cache.set_size(pos0 + n);
 
   if (logits == nullptr) return;
