@@ -23,6 +23,18 @@ namespace {
 // stays in L1 while every pair of queries uses it.
 constexpr int kAttnBlock = 64;
 
+// The inner loops prefetch the K/V rows this far ahead (8 KB at head_dim
+// 128). Measured on Zen 4 at 768 positions, one thread: no prefetch 17 GB/s
+// of K/V, 8 rows 30, 16 rows 35, 32 rows 42, 64 rows 39. Rows past the
+// head's last position belong to the next head or are unmapped reserve;
+// prefetches never fault.
+constexpr int kAttnPrefetchRows = 32;
+
+inline void prefetch_row(const uint16_t* row, int hd) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int b = 0; b < hd * 2; b += 64) __builtin_prefetch(p + b);
+}
+
 template <class Ops>
 void attention_heads_blocked(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int hd, float scale,
                              float* scratch) {

@@ -4,8 +4,11 @@
 
 namespace pocket::kernels {
 
+void install_avx512_attention(KernelTable& t);  // attention_avx512.cpp
+
 void install_avx512(KernelTable& t) {
   install_x86_matmul<Avx512>(t);
+  install_avx512_attention(t);
 }
 
 }  // namespace pocket::kernels

@@ -6,46 +6,12 @@
 #include <cmath>
 
 #include "kernels/attention_impl.h"
+#include "kernels/x86_math.h"
 #include "kernels/table.h"
 
 namespace pocket::kernels {
 
 namespace {
-
-float hsum8(__m256 v) {
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_add_ss(h, _mm_movehdup_ps(h));
-  return _mm_cvtss_f32(h);
-}
-
-float hmax8(__m256 v) {
-  __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_max_ss(h, _mm_movehdup_ps(h));
-  return _mm_cvtss_f32(h);
-}
-
-// exp(x): 2^n * p(r) with x = n ln2 + r, |r| <= ln2/2; degree-6 polynomial,
-// ~2 ulp relative error on [-87, 88]; below that it flushes to 0.
-__m256 exp8(__m256 x) {
-  const __m256 lo = _mm256_set1_ps(-87.0f), hi = _mm256_set1_ps(88.0f);
-  __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-  x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-  __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504089f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
-  __m256 p = _mm256_set1_ps(1.0f / 720);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  __m256 v = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-  return _mm256_andnot_ps(under, v);
-}
 
 void rmsnorm_avx2(float* out, const float* x, const float* weight, int n, float eps) {
   __m256 acc = _mm256_setzero_ps();
@@ -58,27 +24,6 @@ void rmsnorm_avx2(float* out, const float* x, const float* weight, int n, float 
   for (i = 0; i + 8 <= n; i += 8)
     _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv), _mm256_loadu_ps(weight + i)));
   for (; i < n; ++i) out[i] = x[i] * inv * weight[i];
-}
-
-void softmax_avx2(float* x, int n) {
-  if (n <= 0) return;
-  int i = 0;
-  __m256 vmax = _mm256_set1_ps(-INFINITY);
-  for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
-  float mx = hmax8(vmax);
-  for (; i < n; ++i) mx = std::max(mx, x[i]);
-  const __m256 vm = _mm256_set1_ps(mx);
-  __m256 vsum = _mm256_setzero_ps();
-  for (i = 0; i + 8 <= n; i += 8) {
-    __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
-    _mm256_storeu_ps(x + i, e);
-    vsum = _mm256_add_ps(vsum, e);
-  }
-  float sum = hsum8(vsum);
-  for (; i < n; ++i) sum += (x[i] = std::exp(x[i] - mx));
-  const __m256 vinv = _mm256_set1_ps(1.0f / sum);
-  for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
-  for (; i < n; ++i) x[i] *= 1.0f / sum;
 }
 
 void swiglu_avx2(float* gate, const float* up, int n) {
@@ -172,6 +117,7 @@ struct AttentionOpsAvx2 {
       for (int j = 0; j < NQ; ++j)
         for (int p = 0; p < 4; ++p) acc[j][p] = _mm256_setzero_ps();
       const uint16_t* kt = k + static_cast<size_t>(t) * hd;
+      for (int p = 0; p < 4; ++p) prefetch_row(kt + (kAttnPrefetchRows + p) * hd, hd);
       for (int d = 0; d < hd; d += 8) {
         __m256 qd[NQ];
         for (int j = 0; j < NQ; ++j) qd[j] = _mm256_loadu_ps(q[j] + d);
@@ -205,6 +151,7 @@ struct AttentionOpsAvx2 {
       if (w == 4) {
         for (int t = 0; t < n_t; ++t) {
           const uint16_t* vt = v + static_cast<size_t>(t) * hd + d;
+          if (d == 0) prefetch_row(vt + kAttnPrefetchRows * hd, hd);
           const __m256 v0 = load_half8(vt), v1 = load_half8(vt + 8), v2 = load_half8(vt + 16), v3 = load_half8(vt + 24);
           for (int j = 0; j < NQ; ++j) {
             const __m256 pj = _mm256_broadcast_ss(p[j] + t0 + t);

@@ -194,6 +194,7 @@ struct AttentionOpsNeon {
       for (int j = 0; j < NQ; ++j)
         for (int p = 0; p < 4; ++p) acc[j][p] = vdupq_n_f32(0.0f);
       const uint16_t* kt = k + static_cast<size_t>(t) * hd;
+      for (int p = 0; p < 4; ++p) prefetch_row(kt + (kAttnPrefetchRows + p) * hd, hd);
       for (int d = 0; d < hd; d += 4) {
         float32x4_t qd[NQ];
         for (int j = 0; j < NQ; ++j) qd[j] = vld1q_f32(q[j] + d);
@@ -227,6 +228,7 @@ struct AttentionOpsNeon {
         for (int i = 0; i < 8; ++i) acc[j][i] = (first || i >= w) ? vdupq_n_f32(0.0f) : vld1q_f32(out[j] + d + 4 * i);
       for (int t = 0; t < n_t; ++t) {
         const uint16_t* vt = v + static_cast<size_t>(t) * hd + d;
+        if (d == 0) prefetch_row(vt + kAttnPrefetchRows * hd, hd);
         float32x4_t vv[8];
         for (int i = 0; i < w; ++i) vv[i] = load_half4(vt + 4 * i);
         for (int j = 0; j < NQ; ++j) {

@@ -1,0 +1,112 @@
+// AVX-512 inner loops of the multi-query attention (driver:
+// attention_impl.h). 32 zmm registers hold a whole 128-wide V row for two
+// queries (16 accumulators + 8 converted V vectors), so V is read in one
+// pass instead of four 32-column passes, and each instruction converts or
+// multiplies 16 values.
+#include <immintrin.h>
+
+#include "kernels/attention_impl.h"
+#include "kernels/table.h"
+#include "kernels/x86_math.h"
+
+namespace pocket::kernels {
+
+namespace {
+
+inline __m512 load_half16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+struct AttentionOpsAvx512 {
+  static constexpr int kLanes = 16;
+  static void softmax(float* x, int n) { softmax_avx2(x, n); }
+
+  // As the AVX2 version: four positions per step, then one reduction tree
+  // (512 -> 256 bits, then hadd) turns 4 accumulators into 4 scores.
+  template <int NQ>
+  static void scores(const float* const* q, const uint16_t* k, int n_t, int hd, float scale, float* const* s, int t0) {
+    const __m128 vscale = _mm_set1_ps(scale);
+    int t = 0;
+    for (; t + 4 <= n_t; t += 4) {
+      __m512 acc[NQ][4];
+      for (int j = 0; j < NQ; ++j)
+        for (int p = 0; p < 4; ++p) acc[j][p] = _mm512_setzero_ps();
+      const uint16_t* kt = k + static_cast<size_t>(t) * hd;
+      // See kAttnPrefetchRows.
+      for (int p = 0; p < 4; ++p) prefetch_row(kt + (kAttnPrefetchRows + p) * hd, hd);
+      for (int d = 0; d < hd; d += 16) {
+        __m512 qd[NQ];
+        for (int j = 0; j < NQ; ++j) qd[j] = _mm512_loadu_ps(q[j] + d);
+        for (int p = 0; p < 4; ++p) {
+          const __m512 kv = load_half16(kt + p * hd + d);
+          for (int j = 0; j < NQ; ++j) acc[j][p] = _mm512_fmadd_ps(qd[j], kv, acc[j][p]);
+        }
+      }
+      for (int j = 0; j < NQ; ++j) {
+        __m256 h[4];
+        for (int p = 0; p < 4; ++p)
+          h[p] = _mm256_add_ps(_mm512_castps512_ps256(acc[j][p]),
+                               _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[j][p]), 1)));
+        const __m256 r8 = _mm256_hadd_ps(_mm256_hadd_ps(h[0], h[1]), _mm256_hadd_ps(h[2], h[3]));
+        const __m128 r = _mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1));
+        _mm_storeu_ps(s[j] + t0 + t, _mm_mul_ps(r, vscale));
+      }
+    }
+    for (; t < n_t; ++t)
+      for (int j = 0; j < NQ; ++j) {
+        __m512 acc = _mm512_setzero_ps();
+        for (int d = 0; d < hd; d += 16)
+          acc = _mm512_fmadd_ps(_mm512_loadu_ps(q[j] + d), load_half16(k + static_cast<size_t>(t) * hd + d), acc);
+        s[j][t0 + t] = _mm512_reduce_add_ps(acc) * scale;
+      }
+  }
+
+  // Up to 128 columns per pass (8 vectors per query).
+  template <int NQ>
+  static void values(const float* const* p, const uint16_t* v, int n_t, int hd, float* const* out, int t0, bool first) {
+    for (int d = 0; d < hd; d += 128) {
+      const int w = std::min(128, hd - d) / 16;
+      if (w == 8) {
+        pass<NQ, 8>(p, v, n_t, hd, out, t0, first, d);
+      } else {
+        for (int i = 0; i < w; ++i) pass<NQ, 1>(p, v, n_t, hd, out, t0, first, d + 16 * i);
+      }
+    }
+  }
+
+  template <int NQ, int W>
+  static void pass(const float* const* p, const uint16_t* v, int n_t, int hd, float* const* out, int t0, bool first,
+                   int d) {
+    __m512 acc[NQ][W];
+    for (int j = 0; j < NQ; ++j)
+      for (int i = 0; i < W; ++i) acc[j][i] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(out[j] + d + 16 * i);
+    for (int t = 0; t < n_t; ++t) {
+      const uint16_t* vt = v + static_cast<size_t>(t) * hd + d;
+      if (d == 0) prefetch_row(vt + kAttnPrefetchRows * hd, hd);
+      __m512 vv[W];
+      for (int i = 0; i < W; ++i) vv[i] = load_half16(vt + 16 * i);
+      for (int j = 0; j < NQ; ++j) {
+        const __m512 pj = _mm512_set1_ps(p[j][t0 + t]);
+        for (int i = 0; i < W; ++i) acc[j][i] = _mm512_fmadd_ps(pj, vv[i], acc[j][i]);
+      }
+    }
+    for (int j = 0; j < NQ; ++j)
+      for (int i = 0; i < W; ++i) _mm512_storeu_ps(out[j] + d + 16 * i, acc[j][i]);
+  }
+};
+
+void attention_heads_avx512(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int hd, float scale,
+                            float* scratch) {
+  // head_dim not a multiple of 16 (e.g. 8, 24): the AVX2 loops handle it.
+  if (hd % AttentionOpsAvx512::kLanes != 0) {
+    kernel_table(Isa::Avx2).attention_heads(qs, k, v, hd, scale, scratch);
+    return;
+  }
+  attention_heads_blocked<AttentionOpsAvx512>(qs, k, v, hd, scale, scratch);
+}
+
+}  // namespace
+
+void install_avx512_attention(KernelTable& t) { t.attention_heads = attention_heads_avx512; }
+
+}  // namespace pocket::kernels
