@@ -83,6 +83,13 @@ void quantize_pq_row(DType type, const float* x, int64_t cols, int g, int64_t ro
 
 std::vector<uint8_t> quantize(const float* w, int64_t rows, int64_t cols, DType type, int group) {
   if (rows <= 0 || cols <= 0) fail("quantize: shape [", rows, ", ", cols, "] is not positive");
+  switch (type) {
+    case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0: case DType::PQ4:
+    case DType::PQ8:
+      break;
+    default:  // GGUF types Pocket reads but does not write (K-quants, Q4_1, Q5_x)
+      fail("quantize: cannot write ", dtype_name(type), " (writable: f32, f16, bf16, q8_0, q4_0, pq4, pq8)");
+  }
   const bool pq = type == DType::PQ4 || type == DType::PQ8;
   if (pq && !pq::valid_group(group)) fail("quantize: ", dtype_name(type), " group size ", group, " is not 32, 64 or 128");
   for (int64_t i = 0; i < rows * cols; ++i)
@@ -116,6 +123,8 @@ std::vector<uint8_t> quantize(const float* w, int64_t rows, int64_t cols, DType 
         case DType::PQ8:
           quantize_pq_row(type, x, cols, group, r, out.data());
           break;
+        default:
+          break;  // rejected above
       }
     }
   };

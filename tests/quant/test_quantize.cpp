@@ -180,6 +180,8 @@ TEST(Quantize, RejectsBadInput) {
   EXPECT_THROW(quantize(w.data(), 2, 32, DType::PQ4, 48), Error);
   EXPECT_THROW(quantize(w.data(), 2, 30, DType::Q4_0, 0), Error);
   EXPECT_THROW(quantize(w.data(), 0, 32, DType::PQ8, 32), Error);
+  std::vector<float> sb(256, 0.5f);  // read-only GGUF types are refused, not written as zeros
+  for (DType t : {DType::Q4_K, DType::Q6_K, DType::Q4_1, DType::Q8_K}) EXPECT_THROW(quantize(sb.data(), 1, 256, t, 0), Error);
   w[5] = std::nanf("");
   EXPECT_THROW(quantize(w.data(), 2, 32, DType::PQ4, 32), Error);
   w[5] = 1e6f;
