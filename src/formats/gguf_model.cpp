@@ -73,10 +73,10 @@ ModelConfig config_from_gguf(const GgufFile& g, const ModelFile& m) {
   return c;
 }
 
-Vocab pocket_vocab(const GgufFile& g) {
+std::shared_ptr<const Tokenizer> pocket_tokenizer(const GgufFile& g) {
   auto [data, size] = g.get_byte_array("pocket.tokenizer");
   try {
-    return Tokenizer::deserialize(data, static_cast<size_t>(size))->vocab();
+    return Tokenizer::deserialize(data, static_cast<size_t>(size));
   } catch (const Error& e) {
     fail(g.path(), ": pocket.tokenizer: ", e.what());
   }
@@ -122,7 +122,8 @@ ModelFile open_gguf(const std::string& path, const OpenOptions& opts) {
     m.vocab = load_tokenizer_file(opts.tokenizer_path, m.config.vocab_size, &m.chat_template);
     m.has_vocab = true;
   } else if (pocket && g.has("pocket.tokenizer")) {
-    m.vocab = pocket_vocab(g);
+    m.tokenizer = pocket_tokenizer(g);
+    m.vocab = m.tokenizer->vocab();
     m.has_vocab = true;
   } else if (g.has("tokenizer.ggml.model")) {
     m.vocab = vocab_from_gguf(g);

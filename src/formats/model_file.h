@@ -33,6 +33,8 @@
 
 namespace pocket {
 
+class Tokenizer;
+
 struct ModelFile {
   std::string path;    // as given by the user
   std::string format;  // "gguf", "hf", "llama2c", "pocket"
@@ -40,6 +42,9 @@ struct ModelFile {
   std::map<std::string, TensorView> tensors;
   bool has_vocab = false;
   Vocab vocab;
+  // The built tokenizer when the file carried Pocket's binary form (it was
+  // built to read that form; the loader reuses it instead of building again).
+  std::shared_ptr<const Tokenizer> tokenizer;
   std::string chat_template;  // Jinja source from the file, may be empty
   uint64_t file_size = 0;     // bytes on disk, all files together
   // Human-readable facts for `pocket info` (key -> value), in insertion order.

@@ -13,7 +13,7 @@ LoadedModel load_model(const std::string& path, const OpenOptions& opts) {
   LoadedModel m;
   auto file = std::make_shared<ModelFile>(open_model(path, opts));
   if (!file->has_vocab) fail(path, ": the model has no tokenizer");
-  m.tokenizer = Tokenizer::create(file->vocab);
+  m.tokenizer = file->tokenizer ? file->tokenizer : Tokenizer::create(file->vocab);
   for (const auto& mapping : file->mappings) mapping->prefault();  // the weights are about to be used
   m.file = file;
   m.model = std::make_shared<Model>(m.file);
