@@ -1,6 +1,8 @@
 // pocket quantize: re-quantize any model Pocket reads into one Pocket file.
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli_common.h"
 #include "convert/quantize_model.h"
@@ -13,6 +15,7 @@ struct QuantizeArgs {
   std::string in, out, tokenizer;
   std::string weights = "q4", embed = "q4", head;
   int group = 64;
+  std::vector<std::string> keep_f32;
 };
 
 int quantize(const QuantizeArgs& a) {
@@ -23,6 +26,7 @@ int quantize(const QuantizeArgs& a) {
   if (o.head_given) o.head = convert::parse_weight_type(a.head, "--head", false);
   o.group = convert::parse_group(a.group, "--group");
   o.tokenizer_path = a.tokenizer;
+  o.keep_f32 = a.keep_f32;
   convert::quantize_model(a.in, a.out, o, convert::terminal_progress());
   std::printf("wrote %s\n", a.out.c_str());
   return 0;
@@ -39,6 +43,8 @@ void add_quantize(CLI::App& app, int& rc) {
   sub->add_option("--group", a->group, "Quantization group size: 32, 64 or 128 (default 64)");
   sub->add_option("--embed", a->embed, "Type of the token embedding (and tied output head): q4, q8 or f16 (default q4)");
   sub->add_option("--head", a->head, "Type of an untied output head: q4, q8 or f16 (default: as --embed)");
+  sub->add_option("--keep-f32", a->keep_f32,
+                  "Leave tensors whose name contains this text in f32 (repeatable; e.g. ffn_down)");
   sub->add_option("--tokenizer", a->tokenizer, "Tokenizer file (llama2.c tokenizer.bin or tokenizer.json)");
   sub->callback([a, &rc] { rc = quantize(*a); });
 }

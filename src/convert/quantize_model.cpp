@@ -25,6 +25,8 @@ int64_t adjacent_order_source(int64_t r, int head_dim) {
 
 DType target_type(const ModelFile& f, const TensorView& t, const QuantizeOptions& opt) {
   if (keep_f32(t.name, t.shape)) return DType::F32;
+  for (const std::string& part : opt.keep_f32)
+    if (!part.empty() && t.name.find(part) != std::string::npos) return DType::F32;
   if (t.name == "token_embd.weight") return opt.embed;
   if (t.name == "output.weight") return opt.head_given ? opt.head : opt.embed;
   (void)f;

@@ -1,6 +1,7 @@
 // Re-quantizes any model Pocket opens into one Pocket file.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "convert/pocket_file.h"
 #include "core/dtype.h"
@@ -15,6 +16,9 @@ struct QuantizeOptions {
   bool head_given = false;     // false: the head follows `embed`
   int group = 64;              // PQ group size
   std::string tokenizer_path;  // passed to open_model
+  // Tensors whose name contains one of these stay f32 (mixed-precision
+  // files; like-for-like comparisons with formats that cannot hold a shape).
+  std::vector<std::string> keep_f32;
 };
 
 // Opens `in` (any supported format), dequantizes each tensor row by row and

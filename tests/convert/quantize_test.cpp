@@ -2,6 +2,8 @@
 // re-quantized to Pocket files, reopened and compared with the original.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -187,6 +189,22 @@ TEST_F(QuantizeStories, F16AndOddGroupsWork) {
   LoadedModel q128 = quantized(o);
   EXPECT_EQ(q128.file->get("blk.0.ffn_down.weight").group, 128);
   EXPECT_EQ(q128.file->get("blk.0.ffn_down.weight").cols() % 128 != 0, true);
+}
+
+TEST_F(QuantizeStories, KeepF32LeavesMatchingTensorsUnquantized) {
+  convert::QuantizeOptions o;
+  o.keep_f32 = {"ffn_down"};
+  LoadedModel q = quantized(o);
+  for (int l = 0; l < q.model->config().n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    EXPECT_EQ(q.file->get(p + "ffn_down.weight").type, DType::F32);
+    EXPECT_EQ(q.file->get(p + "ffn_up.weight").type, DType::PQ4);
+  }
+  // The kept tensor holds the original values exactly.
+  const TensorView& kept = q.file->get("blk.1.ffn_down.weight");
+  const TensorView& orig = original_->file->get("blk.1.ffn_down.weight");
+  ASSERT_EQ(kept.nbytes, orig.nbytes);
+  EXPECT_EQ(std::memcmp(kept.data, orig.data, kept.nbytes), 0);
 }
 
 TEST(QuantizeErrors, BadOptionsAreClear) {
