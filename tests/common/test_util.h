@@ -1,5 +1,7 @@
 // Helpers shared by the test areas.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -51,5 +53,24 @@ class Rng {
  private:
   uint64_t s_;
 };
+
+// n token ids drawn uniformly from [0, vocab).
+inline std::vector<int32_t> some_tokens(int n, int vocab, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(vocab));
+  return t;
+}
+
+// Largest |a - b| relative to the largest |b| (logits are compared as a
+// whole vector: a relative-to-scale error).
+inline double rel_err(const float* a, const float* b, int n) {
+  double num = 0, den = 1e-6;
+  for (int i = 0; i < n; ++i) {
+    num = std::max(num, static_cast<double>(std::fabs(a[i] - b[i])));
+    den = std::max(den, static_cast<double>(std::fabs(b[i])));
+  }
+  return num / den;
+}
 
 }  // namespace pocket::test

@@ -78,22 +78,8 @@ std::unique_ptr<KFiles> write_kquant_gguf(DType type, bool mix) {
   return out;
 }
 
-std::vector<int32_t> some_tokens(int n, int vocab, uint64_t seed) {
-  test::Rng rng(seed);
-  std::vector<int32_t> t(n);
-  for (auto& x : t) x = static_cast<int32_t>(rng.next() % vocab);
-  return t;
-}
-
-// Largest |a - b| relative to the largest |b| (as in test_forward.cpp).
-double rel_err(const float* a, const float* b, int n) {
-  double num = 0, den = 1e-6;
-  for (int i = 0; i < n; ++i) {
-    num = std::max(num, static_cast<double>(std::fabs(a[i] - b[i])));
-    den = std::max(den, static_cast<double>(std::fabs(b[i])));
-  }
-  return num / den;
-}
+using test::rel_err;
+using test::some_tokens;
 
 double cosine(const float* a, const float* b, int n) {
   double ab = 0, aa = 0, bb = 0;
