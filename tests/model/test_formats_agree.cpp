@@ -118,8 +118,11 @@ TEST(FormatsAgree, Llama2cGgufAndSafetensorsGiveTheSameLogits) {
   const std::vector<int32_t> tokens{1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315};
   auto a = logits_for(l2c, tokens), b = logits_for(gguf, tokens), h = logits_for(hf_model, tokens);
   EXPECT_EQ(a, b);  // identical bytes, identical layout
-  // Same math with the head dimensions reordered: only summation order differs.
-  EXPECT_LT(max_rel_diff(h, a), 1e-5);
+  // Same math with the head dimensions reordered: only summation order
+  // differs. The scalar level (double accumulators) agrees within 1e-5; the
+  // SIMD levels sum q.k in float partial sums whose grouping follows the
+  // element order, measured up to 1.1e-4 of the logit scale on NEON.
+  EXPECT_LT(max_rel_diff(h, a), 5e-4);
 }
 
 // Qwen2 (biases, separate head) and Qwen3 (q/k norms, explicit head_dim,
