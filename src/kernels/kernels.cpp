@@ -65,64 +65,68 @@ const KernelTable& kernel_table(Isa isa) {
   return tables[static_cast<int>(isa)];
 }
 
-void matmul_with(const KernelTable& table, const TensorView& w, const float* x, int n, float* y, ThreadPool* pool) {
-  check_weight(w);
-  if (n <= 0) return;
-  const MatmulEntry& e = table.matmul[static_cast<int>(w.type)];
-  // Per calling thread and reused: the buffers only grow, so steady-state
-  // decoding quantizes activations without allocating.
-  thread_local ActBlocks xq;
-  if (e.int8_acts) quantize_acts(x, n, w.cols(), padded_cols(w), xq);
-  MatmulJob job{&w, static_cast<const uint8_t*>(w.data), w.type, w.rows(), w.cols(), w.group, x,
-                e.int8_acts ? &xq : nullptr, n, y};
-  const int64_t rows = w.rows();
-  if (pool == nullptr) {
-    e.fn(job, 0, rows);
-    return;
-  }
-  pool->parallel_for(
-      rows, [&](int64_t b, int64_t end, int) { e.fn(job, b, end); }, e.row_align);
-}
+namespace {
 
-void matmul_multi_with(const KernelTable& table, std::span<const MatmulTarget> targets, const float* x, int n,
-                       ThreadPool* pool) {
-  constexpr size_t kMaxTargets = 4;
-  bool fused = pool != nullptr && targets.size() >= 2 && targets.size() <= kMaxTargets;
-  for (const MatmulTarget& t : targets) {
-    check_weight(*t.w);
-    const TensorView& w0 = *targets[0].w;
-    fused = fused && t.w->type == w0.type && t.w->group == w0.group && t.w->cols() == w0.cols();
-  }
-  if (!fused) {
-    for (const MatmulTarget& t : targets) matmul_with(table, *t.w, x, n, t.y, pool);
-    return;
-  }
+constexpr size_t kMaxFusedTargets = 4;
+
+// Y_i = X * W_i^T for checked weights that share type, group and width:
+// activations quantized once, all rows in one pass over the pool. Each
+// target's rows start at a multiple of the row alignment in one shared row
+// space, so every chunk maps to aligned rows of one or more weights.
+void matmul_fused(const KernelTable& table, std::span<const MatmulTarget> targets, const float* x, int n,
+                  ThreadPool* pool) {
   if (n <= 0) return;
   const TensorView& w0 = *targets[0].w;
   const MatmulEntry& e = table.matmul[static_cast<int>(w0.type)];
+  // Per calling thread and reused: the buffers only grow, so steady-state
+  // decoding quantizes activations without allocating.
   thread_local ActBlocks xq;
   if (e.int8_acts) quantize_acts(x, n, w0.cols(), padded_cols(w0), xq);
-  // One row space for all targets, each starting at a multiple of the row
-  // alignment so that every chunk maps to aligned rows of one or more weights.
-  MatmulJob jobs[kMaxTargets];
-  int64_t begin[kMaxTargets + 1] = {0};
-  for (size_t i = 0; i < targets.size(); ++i) {
+  MatmulJob jobs[kMaxFusedTargets];
+  int64_t begin[kMaxFusedTargets + 1] = {0};
+  const size_t count = targets.size();
+  for (size_t i = 0; i < count; ++i) {
     const TensorView& w = *targets[i].w;
     jobs[i] = MatmulJob{&w, static_cast<const uint8_t*>(w.data), w.type, w.rows(), w.cols(), w.group, x,
                         e.int8_acts ? &xq : nullptr, n, targets[i].y};
     begin[i + 1] = begin[i] + (w.rows() + e.row_align - 1) / e.row_align * e.row_align;
   }
-  const size_t count = targets.size();
-  pool->parallel_for(
-      begin[count],
-      [&](int64_t b, int64_t end, int) {
-        for (size_t i = 0; i < count; ++i) {
-          const int64_t lo = std::max(b, begin[i]) - begin[i];
-          const int64_t hi = std::min(end - begin[i], jobs[i].rows);
-          if (lo < hi) e.fn(jobs[i], lo, hi);
-        }
-      },
-      e.row_align);
+  auto run = [&](int64_t b, int64_t end) {
+    for (size_t i = 0; i < count; ++i) {
+      const int64_t lo = std::max(b, begin[i]) - begin[i];
+      const int64_t hi = std::min(end - begin[i], jobs[i].rows);
+      if (lo < hi) e.fn(jobs[i], lo, hi);
+    }
+  };
+  if (pool == nullptr) {
+    run(0, begin[count]);
+    return;
+  }
+  pool->parallel_for(begin[count], [&](int64_t b, int64_t end, int) { run(b, end); }, e.row_align);
+}
+
+}  // namespace
+
+void matmul_with(const KernelTable& table, const TensorView& w, const float* x, int n, float* y, ThreadPool* pool) {
+  check_weight(w);
+  const MatmulTarget target{&w, y};
+  matmul_fused(table, {&target, 1}, x, n, pool);
+}
+
+void matmul_multi_with(const KernelTable& table, std::span<const MatmulTarget> targets, const float* x, int n,
+                       ThreadPool* pool) {
+  if (targets.empty()) return;
+  const TensorView& w0 = *targets[0].w;
+  bool fusable = targets.size() <= kMaxFusedTargets;
+  for (const MatmulTarget& t : targets) {
+    check_weight(*t.w);
+    fusable = fusable && t.w->type == w0.type && t.w->group == w0.group && t.w->cols() == w0.cols();
+  }
+  if (fusable) {
+    matmul_fused(table, targets, x, n, pool);
+    return;
+  }
+  for (const MatmulTarget& t : targets) matmul_with(table, *t.w, x, n, t.y, pool);
 }
 
 void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool* pool) {
