@@ -3,6 +3,7 @@
 #include "kernels/kernels.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include "kernels/dequant.h"
 #include "kernels/table.h"
@@ -56,13 +57,18 @@ int64_t padded_cols(const TensorView& w) {
 }  // namespace
 
 const KernelTable& kernel_table(Isa isa) {
-  // One immutable table per level, built on first use.
-  static const KernelTable tables[] = {build_table(Isa::Scalar), build_table(Isa::Avx2),
-                                       build_table(Isa::Avx512), build_table(Isa::Neon),
-                                       build_table(Isa::Dotprod), build_table(Isa::I8mm)};
+  // One immutable table per level, built on first use of that level and
+  // only after detection says the CPU runs it: install_<isa>() is compiled
+  // for its level and may itself use that level's instructions, so it must
+  // stay unreachable on CPUs below it.
   auto isas = supported_isas();
   if (std::find(isas.begin(), isas.end(), isa) == isas.end()) fail("kernels: ISA ", isa_name(isa), " is not supported");
-  return tables[static_cast<int>(isa)];
+  constexpr int kLevels = static_cast<int>(Isa::I8mm) + 1;
+  static std::once_flag built[kLevels];
+  static KernelTable tables[kLevels];
+  const int i = static_cast<int>(isa);
+  std::call_once(built[i], [&] { tables[i] = build_table(isa); });
+  return tables[i];
 }
 
 namespace {
