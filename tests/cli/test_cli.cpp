@@ -20,7 +20,7 @@ Result run(const std::string& args, const std::string& stdin_text = "") {
   pocket::test::TempDir dir;
   std::string in = dir.file("stdin.txt");
   std::ofstream(in) << stdin_text;
-  std::string cmd = std::string(POCKET_CLI_PATH) + " " + args + " < " + in + " 2>&1";
+  std::string cmd = pocket::test::cli_command() + " " + args + " < " + in + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   Result r{-1, ""};
   std::array<char, 4096> buf;

@@ -10,7 +10,12 @@
 
 namespace pocket::test {
 
-inline std::string shared_dir() { return POCKET_SHARED_DIR; }
+// Where the suite finds its files. Defined in test_paths.cpp, the one test
+// source compiled with the checkout's absolute paths, so every other test
+// source compiles the same in any clone (and ccache can reuse it).
+std::string shared_dir();      // ../shared: real models, tokenizers, data
+std::string test_data_dir();   // tests/data
+std::string cli_command();     // the pocket CLI (behind the emulator in cross builds)
 inline std::string stories_model() { return shared_dir() + "/models/stories260K.bin"; }
 inline std::string stories_tokenizer() { return shared_dir() + "/models/tok512.bin"; }
 inline std::string qwen3_tokenizer_dir() { return shared_dir() + "/tokenizers/qwen3"; }

@@ -26,7 +26,7 @@ std::string run(const std::string& cmd, int* rc) {
 TEST(BenchCli, JsonHasTheReportedFields) {
   test::TempDir dir;
   const std::string model = dir.file("tiny.pocket");
-  const std::string cli = POCKET_CLI_PATH;
+  const std::string cli = pocket::test::cli_command();
   int rc = -1;
   run(cli + " create --preset tiny-qwen3 --weights q4 --group 32 -o " + model + " 2>&1", &rc);
   ASSERT_EQ(rc, 0);

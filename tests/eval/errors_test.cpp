@@ -64,7 +64,7 @@ struct Cli {
 };
 
 Cli pocket_cli(const std::string& args) {
-  const std::string cmd = std::string(POCKET_CLI_PATH) + " " + args + " 2>&1";
+  const std::string cmd = pocket::test::cli_command() + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   Cli r{-1, ""};
   if (!p) return r;

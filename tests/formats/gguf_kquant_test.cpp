@@ -80,7 +80,7 @@ TEST_P(KQuantType, SizesIdsAndNames) {
 // --- exact agreement with the Python reference ------------------------------
 
 TEST(KQuantGolden, EveryTypeMatchesThePythonReferenceExactly) {
-  std::ifstream in(std::string(POCKET_TEST_DATA) + "/formats/gguf_kquants_golden.json");
+  std::ifstream in(pocket::test::test_data_dir() + "/formats/gguf_kquants_golden.json");
   ASSERT_TRUE(in) << "missing golden file; run tools/gguf_kquants_reference.py";
   const auto golden = nlohmann::json::parse(in);
   std::set<std::string> seen;

@@ -17,7 +17,7 @@ namespace {
 std::shared_ptr<const Tokenizer> qwen3() { return test::qwen3_tokenizer(); }
 
 TEST(ChatTemplate, MatchesQwen3JinjaTemplateOnAllCases) {
-  auto cases = nlohmann::json::parse(read_text_file(std::string(POCKET_TEST_DATA) + "/chat/qwen3_golden.json"));
+  auto cases = nlohmann::json::parse(read_text_file(pocket::test::test_data_dir() + "/chat/qwen3_golden.json"));
   ASSERT_GE(cases.size(), 9u);
   ChatTemplate tmpl(ChatFormat::Qwen3);
   for (const auto& c : cases) {
@@ -58,7 +58,7 @@ TEST(ChatTemplate, UserTextCannotInjectControlTokens) {
 TEST(ChatTemplate, EncodingMatchesEncodingTheRenderedTextWithSpecials) {
   // For benign text, piecewise encoding equals what Hugging Face does on the
   // rendered string (special tokens split out, the rest encoded as text).
-  auto cases = nlohmann::json::parse(read_text_file(std::string(POCKET_TEST_DATA) + "/chat/qwen3_golden.json"));
+  auto cases = nlohmann::json::parse(read_text_file(pocket::test::test_data_dir() + "/chat/qwen3_golden.json"));
   ChatTemplate tmpl(ChatFormat::Qwen3);
   EncodeOptions special;
   special.allow_special = true;

@@ -42,7 +42,7 @@ TEST(Stories260K, GreedyContinuationMatchesReferenceAndGolden) {
   EXPECT_EQ(fast.tokens, ref) << "fast: " << fast.text << "\nref:  " << m.tokenizer->decode(ref);
 
   // The committed golden output (tests/data/model/stories260k_greedy.json).
-  auto golden = nlohmann::json::parse(read_text_file(std::string(POCKET_TEST_DATA) + "/model/stories260k_greedy.json"));
+  auto golden = nlohmann::json::parse(read_text_file(pocket::test::test_data_dir() + "/model/stories260k_greedy.json"));
   EXPECT_EQ(prompt, golden["prompt_ids"].get<std::vector<int32_t>>());
   EXPECT_EQ(ref, golden["ids"].get<std::vector<int32_t>>());
   EXPECT_EQ(fast.text, golden["text"].get<std::string>());

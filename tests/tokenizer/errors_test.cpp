@@ -19,7 +19,7 @@ using json = nlohmann::json;
 
 const json& small_tokenizer() {
   static const json j =
-      json::parse(read_text_file(std::string(POCKET_TEST_DATA) + "/tokenizer/gpt2_small/tokenizer.json"));
+      json::parse(read_text_file(pocket::test::test_data_dir() + "/tokenizer/gpt2_small/tokenizer.json"));
   return j;
 }
 
@@ -162,7 +162,7 @@ void check_binary_robustness(const Tokenizer& tok, size_t stride) {
 
 TEST(TokenizerErrors, BinaryFormTruncatedAtEveryOffset) {
   auto small = Tokenizer::create(
-      vocab_from_hf_json(std::string(POCKET_TEST_DATA) + "/tokenizer/llama3_small/tokenizer.json", "", nullptr));
+      vocab_from_hf_json(pocket::test::test_data_dir() + "/tokenizer/llama3_small/tokenizer.json", "", nullptr));
   check_binary_robustness(*small, 1);
   auto tok512 = Tokenizer::create(vocab_from_llama2c(test::stories_tokenizer(), 512));
   check_binary_robustness(*tok512, 1);

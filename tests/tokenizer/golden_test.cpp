@@ -17,7 +17,7 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string data_path(const std::string& name) { return std::string(POCKET_TEST_DATA) + "/tokenizer/" + name; }
+std::string data_path(const std::string& name) { return pocket::test::test_data_dir() + "/tokenizer/" + name; }
 
 struct GoldenCase {
   std::string text;
