@@ -1,24 +1,126 @@
 #!/usr/bin/env bash
-# The whole test suite: Release build, ASan+UBSan build, and the aarch64
-# cross build under qemu (NEON, dotprod and i8mm cores).
-#   scripts/test.sh            everything
-#   scripts/test.sh --quick    Release only
+# The whole test suite, in stages, with a timing summary at the end:
+#   release    Release build and every test
+#   no-avx512  the Release test executables and CLI under qemu-x86_64 -cpu max
+#              (AVX2, FMA, F16C, no AVX-512): an instruction above the level
+#              that detection picked traps with SIGILL (x86 hosts only)
+#   asan       AddressSanitizer + UndefinedBehaviorSanitizer build, every test
+#   tsan       ThreadSanitizer build of the threaded tests (pool, matmul split
+#              over threads, concurrent engines, forward passes)
+#   fuzz       every libFuzzer target for a short smoke run (scripts/fuzz.sh)
+#   aarch64    cross build; kernel, quantization and model tests on three
+#              emulated cores (NEON, dotprod, i8mm), everything else once
+#
+#   scripts/test.sh              every stage
+#   scripts/test.sh --quick      release only
+#   scripts/test.sh STAGE...     the named stages (release is built for the
+#                                stages that need its binaries)
+# Each step prints one line; its full output goes to build/logs/<step>.log and
+# is shown (the last 80 lines) when the step fails. Builds go through ccache
+# when it is installed, so a machine that keeps its cache rebuilds in seconds.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs="${JOBS:-$(nproc)}"
-bash "$root/scripts/setup.sh"
+logs="$root/build/logs"
+mkdir -p "$logs"
+source "$root/scripts/lib.sh"
 
-echo "== Release build and tests"
-bash "$root/scripts/build.sh"
-ctest --test-dir "$root/build/release" --output-on-failure -j"$jobs"
-[ "${1:-}" = "--quick" ] && exit 0
+all_stages=(release no-avx512 asan tsan fuzz aarch64)
+stages=()
+case "${1:-}" in
+  --quick) stages=(release) ;;
+  "") stages=("${all_stages[@]}") ;;
+  *) stages=("$@") ;;
+esac
+for s in "${stages[@]}"; do
+  [[ " ${all_stages[*]} " == *" $s "* ]] || { echo "test.sh: unknown stage '$s' (stages: ${all_stages[*]})" >&2; exit 2; }
+done
+want() { [[ " ${stages[*]} " == *" $1 "* ]]; }
+x86=false
+[[ "$(uname -m)" == x86_64 ]] && x86=true
 
-echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
-cmake -S "$root" -B "$root/build/asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPOCKET_SANITIZE=ON \
-  -DPOCKET_BUILD_BENCH=OFF >/dev/null
-cmake --build "$root/build/asan" -j"$jobs"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir "$root/build/asan" --output-on-failure -j"$jobs"
+summary=()
+stage_start=0
+begin_stage() {
+  stage_name="$1"
+  stage_start=$SECONDS
+  echo "== $stage_name: $2"
+}
+end_stage() {
+  summary+=("$(printf '%-10s %5ds' "$stage_name" $((SECONDS - stage_start)))")
+}
 
-echo "== aarch64 cross build, tests under qemu"
-bash "$root/scripts/cross-aarch64.sh" "$root/build/aarch64"
+# ctest with its full output in the log, and its closing lines on screen.
+run_ctest() {  # run_ctest NAME BUILD_DIR [ctest args...]
+  local name="$1" dir="$2"
+  shift 2
+  step "$name" ctest --test-dir "$dir" --output-on-failure -j"$jobs" "$@"
+  grep -E "tests passed|tests failed out of|Total Test time" "$logs/$name.log" | sed 's/^/   /'
+}
+
+begin_stage setup "Debian packages (log: build/logs/setup.log)"
+step setup bash "$root/scripts/setup.sh"
+ccache_zero
+end_stage
+
+if want release || want no-avx512; then
+  begin_stage release "Release build and tests"
+  step release-build bash "$root/scripts/build.sh"
+  want release && run_ctest release-tests "$root/build/release"
+  end_stage
+fi
+
+if want no-avx512 && $x86; then
+  begin_stage no-avx512 "Release tests on an emulated CPU without AVX-512 (qemu-x86_64 -cpu max)"
+  # The emulated CPU's best level is AVX2, and Isa.DetectsTheLevelTheCpuHas
+  # checks that detection says so; the CLI runs under the same emulator.
+  emu="qemu-x86_64 -cpu max"
+  for exe in "$root"/build/release/pocket_tests_*; do
+    [[ -x "$exe" && "$exe" != *.cmake ]] || continue
+    POCKET_EXPECT_ISA=avx2 POCKET_TEST_CLI="$emu $root/build/release/pocket" \
+      step "no-avx512-$(basename "$exe")" $emu "$exe" --gtest_brief=1
+  done
+  step no-avx512-cli $emu "$root/build/release/pocket" run -n 16 -q --temp 0
+  end_stage
+fi
+
+if want asan; then
+  begin_stage asan "AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
+  step asan-configure cmake -S "$root" -B "$root/build/asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DPOCKET_SANITIZE=ON -DPOCKET_BUILD_BENCH=OFF $(ccache_launcher)
+  step asan-build cmake --build "$root/build/asan" -j"$jobs"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    run_ctest asan-tests "$root/build/asan"
+  end_stage
+fi
+
+if want tsan; then
+  begin_stage tsan "ThreadSanitizer build of the threaded tests"
+  tsan_targets=(pocket_tests_kernels pocket_tests_api pocket_tests_model)
+  step tsan-configure cmake -S "$root" -B "$root/build/tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DPOCKET_SANITIZE_THREAD=ON -DPOCKET_BUILD_BENCH=OFF $(ccache_launcher)
+  step tsan-build cmake --build "$root/build/tsan" -j"$jobs" --target "${tsan_targets[@]}"
+  for t in "${tsan_targets[@]}"; do
+    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" step "tsan-$t" "$root/build/tsan/$t" --gtest_brief=1
+  done
+  end_stage
+fi
+
+if want fuzz; then
+  begin_stage fuzz "libFuzzer targets, short smoke run each"
+  step fuzz bash "$root/scripts/fuzz.sh" all "${FUZZ_SECONDS:-20}"
+  grep -E "^fuzz_[a-z0-9_]+: " "$logs/fuzz.log" | sed 's/^/   /' || true
+  end_stage
+fi
+
+if want aarch64; then
+  begin_stage aarch64 "aarch64 cross build, tests under qemu-aarch64"
+  step aarch64 bash "$root/scripts/cross-aarch64.sh" "$root/build/aarch64"
+  grep -E "^== |tests passed|tests failed out of" "$logs/aarch64.log" | sed 's/^/   /'
+  end_stage
+fi
+
+echo "== timing (seconds, this run)"
+printf '   %s\n' "${summary[@]}"
+printf '   %-10s %5ds\n' total "$SECONDS"
+ccache_report

@@ -1,0 +1,35 @@
+# Helpers sourced by the build and test scripts (not run on its own).
+
+# step NAME CMD...: runs CMD with its output in $logs/NAME.log, prints one
+# line with the time it took, or the log's tail and exits when it fails.
+step() {
+  local name="$1" t0=$SECONDS
+  shift
+  : "${logs:?step needs \$logs}"
+  if "$@" >"$logs/$name.log" 2>&1; then
+    printf '   %-44s %5ds\n' "$name" $((SECONDS - t0))
+  else
+    local rc=$?
+    echo "   $name FAILED (exit $rc) after $((SECONDS - t0))s; full log: $logs/$name.log"
+    tail -n 80 "$logs/$name.log" | sed 's/^/   | /'
+    exit "$rc"
+  fi
+}
+
+# ccache, when installed, for every build: the cache key ignores where the
+# checkout lives (CCACHE_BASEDIR, CCACHE_NOHASHDIR), so a fresh clone on a
+# machine that kept ~/.cache/ccache compiles from the cache.
+if command -v ccache >/dev/null 2>&1; then
+  export CCACHE_BASEDIR="${root:?}" CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-4G}"
+fi
+ccache_launcher() {
+  command -v ccache >/dev/null 2>&1 && echo "-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
+  return 0
+}
+ccache_zero() { command -v ccache >/dev/null 2>&1 && ccache --zero-stats >/dev/null; return 0; }
+ccache_report() {
+  command -v ccache >/dev/null 2>&1 || return 0
+  ccache --print-stats 2>/dev/null | awk -F'\t' '
+    $1=="direct_cache_hit"||$1=="preprocessed_cache_hit"{h+=$2} $1=="cache_miss"{m=$2}
+    END{if (h+m>0) printf "   ccache: %d of %d compilations from the cache\n", h, h+m}'
+}
