@@ -6,6 +6,7 @@
 
 #include "bench/bench.h"
 #include "cli_common.h"
+#include "interrupt.h"
 
 namespace pocket::cli {
 
@@ -20,9 +21,14 @@ struct BenchArgs {
 
 int run_bench(BenchArgs a) {
   a.opt.threads = a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+  install_interrupt_handler();
+  a.opt.stop = &interrupt_flag();
+  a.opt.on_run = [&](int run, double pp, double tg) {
+    std::fprintf(stderr, "run %d/%d: prefill %.1f tok/s, decode %.1f tok/s\n", run, a.opt.runs, pp, tg);
+  };
   bench::BenchReport r = bench::run_bench(a.model, a.opt);
   std::fputs((a.json ? bench::format_json(r) : bench::format_table(r)).c_str(), stdout);
-  return 0;
+  return r.interrupted ? kInterruptedExit : 0;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli_common.h"
+#include "interrupt.h"
 #include "generate/chat_session.h"
 #include "util/error.h"
 
@@ -30,10 +31,11 @@ int chat(const ChatCliOptions& o) {
   auto chat = std::make_unique<ChatSession>(session, ChatTemplate(m.chat_format), o.system, !o.no_think);
   if (tty) std::fprintf(stderr, "Chat with %s (%s template). /reset starts over, /exit or Ctrl-D quits.\n",
                         m.file->path.c_str(), chat_format_name(m.chat_format));
+  install_interrupt_handler();
   std::string line;
   for (;;) {
     if (tty) std::fputs("> ", stdout), std::fflush(stdout);
-    if (!std::getline(std::cin, line)) break;
+    if (!std::getline(std::cin, line)) break;  // end of input, or Ctrl-C while waiting for it
     if (line == "/exit" || line == "/quit") break;
     if (line == "/reset") {
       session.reset();
@@ -46,7 +48,7 @@ int chat(const ChatCliOptions& o) {
       r = chat->send(line, o.flags.gen, [](std::string_view piece) {
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
-        return true;
+        return !interrupted();
       });
     } catch (const Error& e) {
       // A turn that does not fit is reported; the conversation continues.
@@ -55,10 +57,19 @@ int chat(const ChatCliOptions& o) {
       continue;
     }
     std::fputs("\n", stdout);
-    if (!o.flags.quiet)
-      std::fprintf(stderr, "[%d new prompt tokens, %d reused | %zu generated, %.1f tok/s]\n",
+    std::fflush(stdout);
+    if (!o.flags.quiet || interrupted())
+      std::fprintf(stderr, "[%d new prompt tokens, %d reused | %zu generated, %.1f tok/s%s]\n",
                    r.prompt_tokens - r.reused_tokens, r.reused_tokens, r.tokens.size(),
-                   r.decode_seconds > 0 ? r.tokens.size() / r.decode_seconds : 0.0);
+                   r.decode_seconds > 0 ? r.tokens.size() / r.decode_seconds : 0.0,
+                   interrupted() ? " | interrupted" : "");
+    if (interrupted()) break;
+  }
+  if (interrupted()) {
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
+    std::fputs("pocket: interrupted\n", stderr);
+    return kInterruptedExit;
   }
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli_common.h"
+#include "interrupt.h"
 #include "generate/chat.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -28,7 +29,8 @@ void print_stats(const GenerateResult& r) {
   double pp = r.prefill_seconds > 0 ? prefilled / r.prefill_seconds : 0;
   double tg = r.decode_seconds > 0 ? r.tokens.size() / r.decode_seconds : 0;
   std::fprintf(stderr, "\n[prompt %d tokens (%d reused) %.1f tok/s | generated %zu tokens %.1f tok/s | stop: %s]\n",
-               r.prompt_tokens, r.reused_tokens, pp, r.tokens.size(), tg, stop_reason_name(r.stop));
+               r.prompt_tokens, r.reused_tokens, pp, r.tokens.size(), tg,
+               interrupted() ? "interrupted" : stop_reason_name(r.stop));
 }
 
 int run(const RunOptions& o) {
@@ -53,16 +55,19 @@ int run(const RunOptions& o) {
     EncodeOptions eo;
     eo.add_bos = m.tokenizer->vocab().add_bos;
     input = m.tokenizer->encode(prompt, eo);
-    std::fputs(prompt.c_str(), stdout);  // completion mode echoes the prompt
   }
+  session.check_fits(input);  // before any output: an error is all the user sees
+  install_interrupt_handler();
+  if (!o.chat) std::fputs(prompt.c_str(), stdout);  // completion mode echoes the prompt
   auto r = session.generate(input, o.flags.gen, [](std::string_view piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
-    return true;
+    return !interrupted();
   });
   std::fputs("\n", stdout);
-  if (!o.flags.quiet) print_stats(r);
-  return 0;
+  std::fflush(stdout);
+  if (!o.flags.quiet || interrupted()) print_stats(r);
+  return interrupted() ? kInterruptedExit : 0;
 }
 
 }  // namespace

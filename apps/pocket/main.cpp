@@ -1,6 +1,7 @@
 // pocket: command-line front end of the Pocket runtime.
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <string>
 
 #include "cli_common.h"
@@ -39,6 +40,11 @@ int main(int argc, char** argv) {
   } catch (const pocket::Error& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "pocket: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "pocket: error: out of memory (an allocation failed; try a smaller context with -c, "
+                         "fewer threads, or a smaller model)\n");
     return 1;
   } catch (const std::exception& e) {
     std::fflush(stdout);

@@ -108,7 +108,8 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
   // One context for all runs, emptied before each, as an app keeps its
   // session's KV cache: the warm-up run pays the first touch of its pages.
   Context ctx(c, n_ctx);
-  for (int run = 0; run <= opt.runs; ++run) {  // run 0 is the warm-up
+  auto stopped = [&] { return opt.stop != nullptr && opt.stop->load(std::memory_order_relaxed); };
+  for (int run = 0; run <= opt.runs && !stopped(); ++run) {  // run 0 is the warm-up
     auto prompt = random_ids(opt.prompt, c.vocab_size, rng);
     auto gen = random_ids(opt.gen, c.vocab_size, rng);
     ctx.cache.clear();
@@ -118,14 +119,21 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
     model.forward(prompt, ctx, pool, logits.data());
     const double tp_s = seconds_since(tp);
     auto td = Clock::now();
-    for (int32_t t : gen) model.forward(std::span<const int32_t>(&t, 1), ctx, pool, logits.data());
+    for (int32_t t : gen) {
+      if (stopped()) break;
+      model.forward(std::span<const int32_t>(&t, 1), ctx, pool, logits.data());
+    }
     const double td_s = seconds_since(td);
-    if (run == 0) continue;
+    if (run == 0 || stopped()) continue;  // the warm-up, or a run cut short
     cpu.push_back(process_cpu_seconds() - cpu0);
     prefill.push_back(opt.prompt / tp_s);
     decode.push_back(opt.gen / td_s);
+    if (opt.on_run) opt.on_run(run, prefill.back(), decode.back());
   }
   const auto rapl1 = rapl_energy_uj();
+  r.runs_completed = static_cast<int>(prefill.size());
+  r.interrupted = r.runs_completed < opt.runs;
+  if (r.runs_completed == 0) fail("bench: stopped before the first measured run finished (nothing to report)");
   r.prefill_tok_s = stat_of(prefill);
   r.decode_tok_s = stat_of(decode);
   r.cpu_s_per_inference = stat_of(cpu).median;
@@ -135,7 +143,7 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
   if (rapl0 && rapl1) {
     // RAPL counts the whole package, other processes included.
     uint64_t d = *rapl1 >= *rapl0 ? *rapl1 - *rapl0 : *rapl1 + rapl_max_energy_uj().value_or(0) - *rapl0;
-    r.energy_j = static_cast<double>(d) * 1e-6 / opt.runs;
+    r.energy_j = static_cast<double>(d) * 1e-6 / r.runs_completed;
     r.energy_source = "rapl (package, includes other processes)";
   } else {
     r.energy_j = r.cpu_s_per_inference * opt.watts_per_core;
@@ -146,6 +154,7 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
   // The mean context of the decode steps is p + (n - 1) / 2 cached positions
   // plus the token itself.
   r.bytes_per_token = decode_bytes(*m.file, opt.prompt + (opt.gen + 1) / 2.0, &r.kv_bytes_per_token);
+  if (r.interrupted) return r;  // no bandwidth test after a Ctrl-C: report now
   // Measured after the peak memory reading: the buffer would count in it.
   r.bandwidth_bytes_s = measure_read_bandwidth(opt.threads, opt.bandwidth_bytes, opt.bandwidth_reps);
   r.roofline_tok_s = r.bandwidth_bytes_s / r.bytes_per_token;

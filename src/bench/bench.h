@@ -5,7 +5,9 @@
 // token; peak memory over the pre-load baseline; bytes read per decoded
 // token against the measured memory bandwidth; CPU time and energy.
 #pragma once
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace pocket::bench {
@@ -19,6 +21,11 @@ struct BenchOptions {
   uint64_t bandwidth_bytes = uint64_t{1} << 30;
   int bandwidth_reps = 5;
   uint64_t seed = 1;  // of the random token ids
+  // Set (e.g. by a Ctrl-C handler) to stop early: the run in progress is
+  // dropped and the report covers the runs finished so far.
+  const std::atomic<bool>* stop = nullptr;
+  // Called after each measured run (1-based) with its prefill and decode rates.
+  std::function<void(int run, double prefill_tok_s, double decode_tok_s)> on_run;
 };
 
 struct Stat {
@@ -28,6 +35,8 @@ struct Stat {
 struct BenchReport {
   std::string path, format, arch, weight_type;
   BenchOptions opt;
+  int runs_completed = 0;  // opt.runs unless stopped early
+  bool interrupted = false;
   uint64_t file_size = 0;
   double load_to_first_token_s = 0;  // open + first 1-token forward
   Stat prefill_tok_s, decode_tok_s;
@@ -46,7 +55,8 @@ struct BenchReport {
 // Phone battery used for the energy comparison: 5,000 mAh at 3.85 V.
 inline constexpr double kPhoneBatteryJoules = 5.0 * 3.85 * 3600.0;
 
-// Runs the benchmark on the model at `path`. Throws pocket::Error.
+// Runs the benchmark on the model at `path`. Throws pocket::Error (also
+// when stopped before the first measured run finished).
 BenchReport run_bench(const std::string& path, const BenchOptions& opt);
 
 // Human-readable table and one JSON object.

@@ -29,7 +29,9 @@ std::string format_table(const BenchReport& r) {
   row("weights", r.weight_type);
   row("file size", fmt("%.1f MB", r.file_size / 1e6));
   row("threads", std::to_string(o.threads));
-  row("method", "1 warm-up + " + std::to_string(o.runs) + " runs, median [min, max]");
+  row("method", r.interrupted ? "1 warm-up + " + std::to_string(r.runs_completed) + " of " + std::to_string(o.runs) +
+                                     " runs (interrupted), median [min, max]"
+                               : "1 warm-up + " + std::to_string(o.runs) + " runs, median [min, max]");
   row("load to first token", fmt("%.3f s", r.load_to_first_token_s));
   row("prefill " + std::to_string(o.prompt) + " tokens",
       fmt("%.1f tok/s [%.1f, %.1f]", r.prefill_tok_s.median, r.prefill_tok_s.min, r.prefill_tok_s.max));
@@ -38,9 +40,13 @@ std::string format_table(const BenchReport& r) {
   row("peak memory increase", fmt("%.1f MB (baseline %.1f MB, peak %.1f MB)", r.peak_increase_mb, r.baseline_rss_mb,
                                   r.peak_rss_mb));
   row("bytes read per decoded token", fmt("%.1f MB (KV cache %.1f MB)", r.bytes_per_token / 1e6, r.kv_bytes_per_token / 1e6));
-  row("read bandwidth (measured)", fmt("%.1f GB/s", r.bandwidth_bytes_s / 1e9));
-  row("decode roofline", fmt("%.1f tok/s; median decode uses %.0f%% of the bandwidth", r.roofline_tok_s,
-                             100.0 * r.bandwidth_fraction));
+  if (r.bandwidth_bytes_s > 0) {
+    row("read bandwidth (measured)", fmt("%.1f GB/s", r.bandwidth_bytes_s / 1e9));
+    row("decode roofline", fmt("%.1f tok/s; median decode uses %.0f%% of the bandwidth", r.roofline_tok_s,
+                               100.0 * r.bandwidth_fraction));
+  } else {
+    row("read bandwidth (measured)", "not measured (interrupted)");
+  }
   row("CPU time per inference", fmt("%.3f CPU-s", r.cpu_s_per_inference) + " (" + std::to_string(o.prompt) + " in, " + std::to_string(o.gen) + " out)");
   row("energy per inference", fmt("%.2f J, ", r.energy_j) + r.energy_source);
   row("phone battery per inference", fmt("%.5f%% of 5,000 mAh x 3.85 V (1/%.0f)", 100.0 * r.battery_fraction,
@@ -60,6 +66,8 @@ std::string format_json(const BenchReport& r) {
       {"prompt_tokens", o.prompt},
       {"gen_tokens", o.gen},
       {"runs", o.runs},
+      {"runs_completed", r.runs_completed},
+      {"interrupted", r.interrupted},
       {"load_to_first_token_s", r.load_to_first_token_s},
       {"prefill_tok_s", stat_json(r.prefill_tok_s)},
       {"decode_tok_s", stat_json(r.decode_tok_s)},

@@ -46,11 +46,15 @@ void Session::reset() {
   cached_.clear();
 }
 
-std::span<float> Session::prefill(std::span<const int32_t> input) {
+void Session::check_fits(std::span<const int32_t> input) const {
   if (input.empty()) fail("the prompt is empty (no tokens)");
   if (static_cast<int>(input.size()) > ctx_.cache.capacity())
     fail("the prompt has ", input.size(), " tokens but the context holds ", ctx_.cache.capacity(),
          " (raise the context size with -c or shorten the prompt)");
+}
+
+std::span<float> Session::prefill(std::span<const int32_t> input) {
+  check_fits(input);
   // Reuse the longest common prefix, but always run at least the last token
   // so that its logits are fresh.
   size_t common = common_prefix(input);

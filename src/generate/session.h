@@ -51,6 +51,9 @@ class Session {
   // Processes `input` (reusing the cached prefix) and returns the logits of
   // its last token. Used by generate() and by evaluation.
   std::span<float> prefill(std::span<const int32_t> input);
+  // Throws the error prefill() would for an empty or over-long input, so a
+  // caller can report it before printing anything.
+  void check_fits(std::span<const int32_t> input) const;
 
   const std::vector<int32_t>& cached_tokens() const { return cached_; }
   int context_size() const { return ctx_.cache.capacity(); }

@@ -83,4 +83,18 @@ TEST(Cli, BadInputGivesOneClearError) {
   }
 }
 
+// An error that is known before any output comes alone: an over-long
+// prompt is not echoed first.
+TEST(Cli, AnOverLongPromptFailsBeforeAnyOutput) {
+  pocket::test::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "Once upon a time there was a dog. ";
+  std::ofstream(dir.file("long.txt")) << text;
+  auto r = run("run -m " + stories() + " -c 64 -f " + dir.file("long.txt"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_EQ(r.out.find("Once upon a time"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.rfind("pocket: error: the prompt has ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("context holds 64"), std::string::npos) << r.out;
+}
+
 }  // namespace
