@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/tensor.h"
+#include "util/atomic_file.h"
 #include "util/checked.h"
 #include "util/error.h"
 
@@ -188,10 +189,7 @@ void GgufWriter::write(const std::string& path) const {
   }
   head.resize(checked_align_up(head.size(), alignment_, "GGUF writer"), '\0');
 
-  const std::string tmp = path + ".tmp";
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  if (!out) fail(path, ": cannot open ", tmp, " for writing");
-  try {
+  write_file_atomically(path, [&](std::ostream& out) {
     out.write(head.data(), static_cast<std::streamsize>(head.size()));
     const auto data_start = out.tellp();
     static const char zeros[64 * 1024] = {};
@@ -211,16 +209,9 @@ void GgufWriter::write(const std::string& path) const {
       } else {
         out.write(static_cast<const char*>(t.data), static_cast<std::streamsize>(t.nbytes));
       }
-      if (!out) fail(path, ": write error");
+      if (!out) fail(path, ": write error (disk full?)");
     }
-    out.close();
-    if (!out) fail(path, ": write error");
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(path, ": cannot rename ", tmp);
-  } catch (...) {
-    out.close();
-    std::remove(tmp.c_str());
-    throw;
-  }
+  });
 }
 
 namespace {

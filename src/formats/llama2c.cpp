@@ -9,6 +9,7 @@
 #include "formats/model_checks.h"
 #include "tokenizer/llama2c_vocab.h"
 #include "util/checked.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace pocket {
@@ -199,44 +200,42 @@ void write_llama2c(const std::string& path, const ModelConfig& c, const std::map
   if (c.dim % c.n_heads != 0 || c.head_dim != c.dim / c.n_heads)
     fail(path, ": llama2.c needs head_dim == dim / n_heads");
   const bool shared = !tensors.count("output.weight");
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail(path, ": cannot open for writing");
-  auto put_i32 = [&](int32_t v) { out.write(reinterpret_cast<const char*>(&v), 4); };
-  if (version == Llama2cVersion::V1) {
-    put_i32(static_cast<int32_t>(kMagicV1));
-    put_i32(1);
-  }
-  for (int32_t v : {c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads,
-                    version == Llama2cVersion::Legacy && !shared ? -c.vocab_size : c.vocab_size, c.max_seq_len})
-    put_i32(v);
-  if (version == Llama2cVersion::V1) {
-    out.put(shared ? 1 : 0);
-    std::vector<char> pad(kHeaderV1 - 8 - 28 - 1, 0);
-    out.write(pad.data(), static_cast<std::streamsize>(pad.size()));
-  }
-  bool first_freq = true;
-  for (const auto& e : layout(c, version, shared)) {
-    if (e.name.empty()) {  // freq_cis tables as llama2.c's export computed them
-      for (int64_t pos = 0; pos < e.shape[0]; ++pos)
-        for (int64_t i = 0; i < e.shape[1]; ++i) {
-          double freq = std::pow(10000.0, -2.0 * static_cast<double>(i) / c.head_dim);
-          double a = static_cast<double>(pos) * freq;
-          float v = static_cast<float>(first_freq ? std::cos(a) : std::sin(a));
-          out.write(reinterpret_cast<const char*>(&v), 4);
-        }
-      first_freq = false;
-      continue;
+  write_file_atomically(path, [&](std::ostream& out) {
+    auto put_i32 = [&](int32_t v) { out.write(reinterpret_cast<const char*>(&v), 4); };
+    if (version == Llama2cVersion::V1) {
+      put_i32(static_cast<int32_t>(kMagicV1));
+      put_i32(1);
     }
-    auto it = tensors.find(e.name);
-    if (it == tensors.end()) fail(path, ": tensor '", e.name, "' is missing");
-    const TensorView& t = it->second;
-    if (t.type != DType::F32 || t.shape != e.shape)
-      fail(path, ": tensor '", e.name, "' must be F32 ", shape_string(e.shape), ", got ", dtype_name(t.type), " ",
-           shape_string(t.shape));
-    out.write(static_cast<const char*>(t.data), static_cast<std::streamsize>(entry_bytes(e)));
-  }
-  out.close();
-  if (!out) fail(path, ": write error");
+    for (int32_t v : {c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads,
+                      version == Llama2cVersion::Legacy && !shared ? -c.vocab_size : c.vocab_size, c.max_seq_len})
+      put_i32(v);
+    if (version == Llama2cVersion::V1) {
+      out.put(shared ? 1 : 0);
+      std::vector<char> pad(kHeaderV1 - 8 - 28 - 1, 0);
+      out.write(pad.data(), static_cast<std::streamsize>(pad.size()));
+    }
+    bool first_freq = true;
+    for (const auto& e : layout(c, version, shared)) {
+      if (e.name.empty()) {  // freq_cis tables as llama2.c's export computed them
+        for (int64_t pos = 0; pos < e.shape[0]; ++pos)
+          for (int64_t i = 0; i < e.shape[1]; ++i) {
+            double freq = std::pow(10000.0, -2.0 * static_cast<double>(i) / c.head_dim);
+            double a = static_cast<double>(pos) * freq;
+            float v = static_cast<float>(first_freq ? std::cos(a) : std::sin(a));
+            out.write(reinterpret_cast<const char*>(&v), 4);
+          }
+        first_freq = false;
+        continue;
+      }
+      auto it = tensors.find(e.name);
+      if (it == tensors.end()) fail(path, ": tensor '", e.name, "' is missing");
+      const TensorView& t = it->second;
+      if (t.type != DType::F32 || t.shape != e.shape)
+        fail(path, ": tensor '", e.name, "' must be F32 ", shape_string(e.shape), ", got ", dtype_name(t.type), " ",
+             shape_string(t.shape));
+      out.write(static_cast<const char*>(t.data), static_cast<std::streamsize>(entry_bytes(e)));
+    }
+  });
 }
 
 }  // namespace pocket

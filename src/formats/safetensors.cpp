@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/byte_reader.h"
+#include "util/atomic_file.h"
 #include "util/checked.h"
 #include "util/error.h"
 
@@ -135,17 +136,15 @@ void write_safetensors(const std::string& path, const std::vector<TensorView>& t
   std::string text = h.dump();
   text.resize((text.size() + 7) / 8 * 8, ' ');  // keep the data section 8-byte aligned
 
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail(path, ": cannot open for writing");
-  uint64_t n = text.size();
-  out.write(reinterpret_cast<const char*>(&n), 8);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  for (const auto& t : tensors) {
-    uint64_t nbytes = static_cast<uint64_t>(t.numel()) * static_cast<uint64_t>(dtype_block_bytes(t.type));
-    out.write(static_cast<const char*>(t.data), static_cast<std::streamsize>(nbytes));
-  }
-  out.close();
-  if (!out) fail(path, ": write error");
+  write_file_atomically(path, [&](std::ostream& out) {
+    uint64_t n = text.size();
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    for (const auto& t : tensors) {
+      uint64_t nbytes = static_cast<uint64_t>(t.numel()) * static_cast<uint64_t>(dtype_block_bytes(t.type));
+      out.write(static_cast<const char*>(t.data), static_cast<std::streamsize>(nbytes));
+    }
+  });
 }
 
 }  // namespace pocket

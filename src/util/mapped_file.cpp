@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/mapping_guard.h"
 
 namespace pocket {
 
@@ -33,6 +34,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
       fail(path, ": mmap failed: ", std::strerror(err));
     }
     file->data_ = static_cast<const uint8_t*>(p);
+    file->guard_slot_ = register_mapping(p, file->size_, path);
   }
   ::close(fd);
   return file;
@@ -40,11 +42,13 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
 
 void MappedFile::prefault() const {
 #ifdef MADV_POPULATE_READ
-  if (data_ != nullptr) madvise(const_cast<uint8_t*>(data_), size_, MADV_POPULATE_READ);
+  if (data_ != nullptr && madvise(const_cast<uint8_t*>(data_), size_, MADV_POPULATE_READ) != 0 && errno == EFAULT)
+    fail(path_, ": the file is shorter than when it was opened (truncated or replaced while loading)");
 #endif
 }
 
 MappedFile::~MappedFile() {
+  unregister_mapping(guard_slot_);
   if (data_ != nullptr) munmap(const_cast<uint8_t*>(data_), size_);
 }
 

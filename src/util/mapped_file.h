@@ -1,5 +1,7 @@
 // Read-only memory-mapped file. Model weights are used in place from the
 // mapping, so loading a model costs page-table entries, not a heap copy.
+// The file being truncated while mapped is reported as a clear error
+// (util/mapping_guard.h), not a bus-error crash.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -25,7 +27,8 @@ class MappedFile {
   // for a 170 MB model: most of the load-to-first-token time with a warm
   // page cache). Pages the cache does not hold are read from disk here.
   // Best effort: a kernel without MADV_POPULATE_READ (< 5.14) just faults
-  // them in later.
+  // them in later. Throws pocket::Error if the file has become shorter than
+  // its mapping (truncated on disk since it was opened).
   void prefault() const;
 
  private:
@@ -33,6 +36,7 @@ class MappedFile {
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
   std::string path_;
+  int guard_slot_ = -1;  // util/mapping_guard.h: a SIGBUS in the mapping is reported by name
 };
 
 // Whole-file read into a string (for small text files such as JSON configs).
