@@ -1,6 +1,10 @@
 // The public API, used the way an app would: only include/pocket/pocket.h.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "common/test_util.h"
 #include "pocket/pocket.h"
 
@@ -50,6 +54,27 @@ TEST(Engine, CallbackCanStopGeneration) {
   engine->generate("Once upon a time", greedy(50), [&](std::string_view) { return ++calls < 3; }, &stats);
   EXPECT_EQ(calls, 3);
   EXPECT_EQ(stats.stop_reason, "stopped by caller");
+}
+
+// Apps open several engines (a chat and a background classifier, say) and
+// drive them from their own threads, each engine with its own worker pool.
+// Run under ThreadSanitizer by scripts/test.sh (stage tsan): shared state
+// such as the kernel tables and tokenizer caches must be race-free.
+TEST(Engine, ConcurrentEnginesMatchASequentialRun) {
+  pocket::EngineOptions two_threads;
+  two_threads.threads = 2;
+  const std::string expected =
+      pocket::Engine::open(pocket::test::stories_model(), two_threads)->generate("Once upon a time", greedy(24));
+  constexpr int kEngines = 3;
+  std::vector<std::string> got(kEngines);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kEngines; ++i)
+    threads.emplace_back([&, i] {
+      auto engine = pocket::Engine::open(pocket::test::stories_model(), two_threads);
+      for (int round = 0; round < 2; ++round) got[i] = engine->generate("Once upon a time", greedy(24));
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kEngines; ++i) EXPECT_EQ(got[i], expected) << "engine " << i;
 }
 
 TEST(Engine, BadPathsAndOptionsThrowPocketError) {
