@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "common/test_util.h"
@@ -19,7 +20,19 @@ struct BuiltWeight {
   std::vector<uint8_t> bytes;
   std::vector<float> values;  // rows * cols, the exact values encoded
   TensorView view;
+  // Quantized types only: the integer code of each element as stored (Q4_0
+  // and PQ4: the unsigned nibble 0..15; Q8_0 and PQ8: the signed byte) and,
+  // per row and block of 32 columns (rows * ceil(cols / 32)), the scale and
+  // offset with value = scale * code + offset (Q4_0: offset = -8 * d).
+  std::vector<int> codes;
+  std::vector<float> block_scale, block_offset;
 };
+
+// Chooses the code of element (r, k) instead of the random one (the random
+// draw still happens, so the scales are those of the same seed). It must
+// return a code the type can store: 0..15 for Q4_0 and PQ4, -128..127 for
+// Q8_0, -127..127 for PQ8.
+using CodeFn = std::function<int(int64_t r, int64_t k)>;
 
 // A random fp16 scale in [lo, hi) that is exactly representable.
 inline float random_half(Rng& rng, float lo, float hi) { return f16_to_f32(f32_to_f16(rng.uniform(lo, hi))); }
@@ -29,11 +42,33 @@ inline void put_u16(std::vector<uint8_t>& b, size_t at, uint16_t v) {
   b[at + 1] = static_cast<uint8_t>(v >> 8);
 }
 
-inline BuiltWeight build_weight(DType type, int64_t rows, int64_t cols, int group, uint64_t seed) {
+inline BuiltWeight build_weight(DType type, int64_t rows, int64_t cols, int group, uint64_t seed,
+                                const CodeFn& code_fn = {}) {
   Rng rng(seed);
   BuiltWeight w;
   w.values.assign(static_cast<size_t>(rows * cols), 0.0f);
   auto val = [&](int64_t r, int64_t k) -> float& { return w.values[static_cast<size_t>(r * cols + k)]; };
+  const int64_t blocks32 = (cols + 31) / 32;
+  const bool quantized = type == DType::Q8_0 || type == DType::Q4_0 || type == DType::PQ4 || type == DType::PQ8;
+  if (quantized) {
+    w.codes.assign(static_cast<size_t>(rows * cols), 0);
+    w.block_scale.assign(static_cast<size_t>(rows * blocks32), 0.0f);
+    w.block_offset.assign(w.block_scale.size(), 0.0f);
+  }
+  // The random code, or the chosen one (checked against [lo, hi]); recorded.
+  auto pick = [&](int64_t r, int64_t k, int random_code, int lo, int hi) {
+    int q = code_fn ? code_fn(r, k) : random_code;
+    if (q < lo || q > hi) {
+      ADD_FAILURE() << "build_weight: code " << q << " out of [" << lo << ", " << hi << "] for " << dtype_name(type);
+      q = lo;
+    }
+    w.codes[static_cast<size_t>(r * cols + k)] = q;
+    return q;
+  };
+  auto set_block = [&](int64_t r, int64_t k, float scale, float offset) {
+    w.block_scale[static_cast<size_t>(r * blocks32 + k / 32)] = scale;
+    w.block_offset[static_cast<size_t>(r * blocks32 + k / 32)] = offset;
+  };
   switch (type) {
     case DType::F32:
       w.bytes.resize(static_cast<size_t>(rows * cols * 4));
@@ -61,13 +96,14 @@ inline BuiltWeight build_weight(DType type, int64_t rows, int64_t cols, int grou
           size_t at = static_cast<size_t>((r * (cols / 32) + b) * bb);
           float d = random_half(rng, 0.001f, 0.05f);
           put_u16(w.bytes, at, f32_to_f16(d));
+          set_block(r, b * 32, d, type == DType::Q8_0 ? 0.0f : -8.0f * d);
           for (int j = 0; j < 32; ++j) {
             if (type == DType::Q8_0) {
-              int q = static_cast<int>(rng.next() % 255) - 127;
+              int q = pick(r, b * 32 + j, static_cast<int>(rng.next() % 255) - 127, -128, 127);
               w.bytes[at + 2 + j] = static_cast<uint8_t>(static_cast<int8_t>(q));
               val(r, b * 32 + j) = d * q;
             } else {
-              int q = static_cast<int>(rng.next() % 16);
+              int q = pick(r, b * 32 + j, static_cast<int>(rng.next() % 16), 0, 15);
               w.bytes[at + 2 + j % 16] |= static_cast<uint8_t>(j < 16 ? q : q << 4);
               val(r, b * 32 + j) = d * (q - 8);
             }
@@ -90,14 +126,15 @@ inline BuiltWeight build_weight(DType type, int64_t rows, int64_t cols, int grou
           put_u16(w.bytes, blk + 2 * rr, f32_to_f16(s));
           if (q4) put_u16(w.bytes, blk + 32 + 2 * rr, f32_to_f16(m));
           size_t data = blk + (q4 ? 64 : 32);
+          for (int64_t k = 0; k < group && g * group + k < cols; k += 32) set_block(r, g * group + k, s, m);
           for (int64_t k = 0; k < group && g * group + k < cols; ++k) {
             if (q4) {
-              int q = static_cast<int>(rng.next() % 16);
+              int q = pick(r, g * group + k, static_cast<int>(rng.next() % 16), 0, 15);
               size_t at = data + (k / 8) * 64 + 4 * rr + (k % 4);
               w.bytes[at] |= static_cast<uint8_t>((k % 8) < 4 ? q : q << 4);
               val(r, g * group + k) = s * q + m;
             } else {
-              int q = static_cast<int>(rng.next() % 255) - 127;
+              int q = pick(r, g * group + k, static_cast<int>(rng.next() % 255) - 127, -127, 127);
               w.bytes[data + (k / 4) * 64 + 4 * rr + (k % 4)] = static_cast<uint8_t>(static_cast<int8_t>(q));
               val(r, g * group + k) = s * q;
             }

@@ -1,0 +1,337 @@
+#!/usr/bin/env bash
+# Mutation check: breaks each kernel family on purpose, one mutation at a
+# time, and shows that a test fails. Every mutation is a small exact text
+# substitution in a scratch copy of the tree; the working tree is never
+# written. Prints a table (mutation, file, the test that caught it or MISSED)
+# and exits non-zero if any mutation is missed.
+#
+#   scripts/mutation-check.sh [--aarch64] [--only SUBSTRING] [--list]
+#
+#   --aarch64   the NEON / dotprod / i8mm mutations instead of the x86 ones:
+#               cross build with cmake/aarch64-linux-gnu.cmake, tests under
+#               qemu-aarch64 with QEMU_CPU=max (every ARM level is supported
+#               there, and the tests iterate every supported level)
+#   --only S    only the mutations whose name contains S
+#   --list      print the mutations and exit
+#
+# Scratch space: $MUTATION_DIR (default build/mutation): src-copy-<arch>/ (the copy:
+# tracked and untracked-but-not-ignored files of the checkout, as they are
+# now), build-<arch>/ (one Release build reused for every mutation, so only
+# the mutated translation units recompile), ccache/ (restoring a file is a
+# cache hit), logs-<arch>/. JOBS (default 1) sets the build parallelism.
+set -euo pipefail
+# The whole script is one brace group, read before it runs: editing this
+# file during a run cannot change what the run does.
+{
+root="$(cd "$(dirname "$0")/.." && pwd)"
+work="${MUTATION_DIR:-$root/build/mutation}"
+jobs="${JOBS:-1}"
+arch=x86
+only=""
+list=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --aarch64) arch=aarch64 ;;
+    --only) only="${2:?--only needs a value}"; shift ;;
+    --list) list=1 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "mutation-check: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+# ---- the mutations ----------------------------------------------------------
+# mutation NAME FILE OLD NEW [TEST_AREAS]: in FILE, replace the one
+# occurrence of OLD by NEW; TEST_AREAS (default "kernels") are the
+# pocket_tests_<area> executables run. OLD must occur exactly once, else the
+# run stops: a mutation that no longer applies must not pass silently.
+# Kernel templates shared by several levels are mutated for one level only,
+# through a condition on that level's traits (V::kS8Bias is 0 for Avx2 and
+# NeonDot, 128 for Avx512).
+names=() files=() olds=() news=() areas=()
+mutation() {
+  names+=("$1") files+=("$2") olds+=("$3") news+=("$4") areas+=("${5:-kernels}")
+}
+
+if [ "$arch" = x86 ]; then
+  # Q4_0 (GGUF): zero-point correction 8 * sum(d * x_sum) scaled (the Q4
+  # condition keeps Q8_0, which shares the line, intact). The first is the
+  # 0.6% error the float-reference bound of test_matmul.cpp lets through.
+  for f in 1.006 1.001 1.0001; do
+    mutation "avx2-q4_0-zero-point-x$f" src/kernels/x86_kernels.h \
+      '_mm_cvtss_f32(h) - bias * corr[t];' \
+      "_mm_cvtss_f32(h) - bias * corr[t] * (Q4 && V::kS8Bias == 0 ? ${f}f : 1.0f);"
+  done
+  mutation avx512-q4_0-zero-point-x1.006 src/kernels/x86_kernels.h \
+    '_mm_cvtss_f32(h) - bias * corr[t];' \
+    '_mm_cvtss_f32(h) - bias * corr[t] * (Q4 && V::kS8Bias == 128 ? 1.006f : 1.0f);'
+  # Q8_0 (GGUF) on AVX-512: the +128 bias of vpdpbusd removed 0.1% short.
+  mutation avx512-q8_0-bias-x0.999 src/kernels/x86_kernels.h \
+    'const float bias = Q4 ? 8.0f : static_cast<float>(V::kS8Bias);' \
+    'const float bias = Q4 ? 8.0f : static_cast<float>(V::kS8Bias) * 0.999f;'
+  # PQ4: the group offset m * sum(x) scaled.
+  for lvl in avx2:0 avx512:128; do
+    for f in 1.006 1.001; do
+      mutation "${lvl%:*}-pq4-zero-point-x$f" src/kernels/tiled_kernels.h \
+        'acc[t] = V::fma(m, V::set1(xsum[t]), V::fma(gacc[t], s, acc[t]));' \
+        "acc[t] = V::fma(V::mul(m, V::set1(V::kS8Bias == ${lvl#*:} ? ${f}f : 1.0f)), V::set1(xsum[t]), V::fma(gacc[t], s, acc[t]));"
+    done
+  done
+  # Sign flips in the PQ8 tile: AVX-512's -128 * sum(x) correction added
+  # instead of subtracted; AVX2's int8 dot of rows 8..15 subtracted.
+  mutation avx512-pq8-bias-sign src/kernels/tiled_kernels.h \
+    'V::set1(-static_cast<float>(V::kS8Bias))' \
+    'V::set1(V::kS8Bias == 128 ? static_cast<float>(V::kS8Bias) : -static_cast<float>(V::kS8Bias))'
+  mutation avx2-pq8-rows8-15-sign src/kernels/x86_vec.h \
+    'return {_mm256_add_epi32(acc.a, dot8_s8s8(w.a, x.a)), _mm256_add_epi32(acc.b, dot8_s8s8(w.b, x.b))};' \
+    'return {_mm256_add_epi32(acc.a, dot8_s8s8(w.a, x.a)), _mm256_sub_epi32(acc.b, dot8_s8s8(w.b, x.b))};'
+  # Off-by-one indices in the PQ tile: AVX2 PQ4 high-nibble activations one
+  # column early; AVX-512 PQ8 chunk c dotted with chunk c+1's activations.
+  mutation avx2-pq4-column-off-by-one src/kernels/tiled_kernels.h \
+    'iacc[t] = V::dot_u8s8(iacc[t], hi, V::bcast4(x + 4));' \
+    'iacc[t] = V::dot_u8s8(iacc[t], hi, V::bcast4(x + 4 - (V::kS8Bias == 0 ? 1 : 0)));'
+  mutation avx512-pq8-chunk-off-by-one src/kernels/tiled_kernels.h \
+    'V::bcast4(a.row(t0 + t) + k0 + c * 4)' \
+    'V::bcast4(a.row(t0 + t) + k0 + ((c + (V::kS8Bias == 128 ? 1 : 0)) % 8) * 4)'
+  # Activation quantization: the block scale stored 0.1% off its codes.
+  mutation act-quant-scale-x1.001 src/kernels/act_quant.cpp \
+    '*d_out = d;
+  return sum[0] + sum[1] + sum[2] + sum[3];' \
+    '*d_out = d * 1.001f;
+  return sum[0] + sum[1] + sum[2] + sum[3];' "kernels quant"
+  # RMSNorm: eps doubled (AVX2, used by AVX-512 too); scalar weight index reversed.
+  mutation avx2-rmsnorm-eps-x2 src/kernels/ops_avx2.cpp \
+    'std::sqrt(ss / static_cast<float>(n) + eps)' \
+    'std::sqrt(ss / static_cast<float>(n) + 2.0f * eps)'
+  mutation scalar-rmsnorm-eps-x2 src/kernels/scalar.cpp \
+    'std::sqrt(ss / n + eps)' \
+    'std::sqrt(ss / n + 2.0 * eps)'
+  mutation scalar-rmsnorm-weight-index src/kernels/scalar.cpp \
+    'out[i] = x[i] * inv * weight[i];' \
+    'out[i] = x[i] * inv * weight[n - 1 - i];'
+  # Softmax: the vector loop forgets to subtract the maximum (only wrong
+  # where exp overflows); scalar likewise.
+  mutation x86-softmax-no-max-subtraction src/kernels/x86_math.h \
+    'const __m256 vm = _mm256_set1_ps(mx);' \
+    'const __m256 vm = _mm256_setzero_ps();'
+  mutation scalar-softmax-no-max-subtraction src/kernels/scalar.cpp \
+    'x[i] = std::exp(x[i] - mx);' \
+    'x[i] = std::exp(x[i]);'
+  # RoPE: angle of the next position (AVX2); pair index of the halves
+  # style one off (scalar).
+  mutation avx2-rope-angle-position src/kernels/ops_avx2.cpp \
+    'float angle = static_cast<float>(pos) * inv_freq[i];' \
+    'float angle = static_cast<float>(pos + 1) * inv_freq[i];'
+  mutation scalar-rope-pair-index src/kernels/scalar.cpp \
+    'int b = style == RopeStyle::Halves ? i + half : 2 * i + 1;' \
+    'int b = style == RopeStyle::Halves ? (i + 1) % half + half : 2 * i + 1;'
+  # SwiGLU: sigmoid(g) computed as sigmoid(-g) (AVX2).
+  mutation avx2-swiglu-sigmoid-sign src/kernels/ops_avx2.cpp \
+    'exp8(_mm256_sub_ps(_mm256_setzero_ps(), g))' \
+    'exp8(g)'
+  # Attention: AVX-512 score scale 0.1% off; K block offset one position
+  # late after the first block (shared blocking, every SIMD level).
+  mutation avx512-attention-scale-x1.001 src/kernels/attention_avx512.cpp \
+    '_mm_storeu_ps(s[j] + t0 + t, _mm_mul_ps(r, vscale));' \
+    '_mm_storeu_ps(s[j] + t0 + t, _mm_mul_ps(r, _mm_mul_ps(vscale, _mm_set1_ps(1.001f))));'
+  mutation attention-k-block-position src/kernels/attention_impl.h \
+    'const uint16_t* kb = k + static_cast<size_t>(t0) * hd;' \
+    'const uint16_t* kb = k + static_cast<size_t>(t0 + (t0 > 0 ? 1 : 0)) * hd;'
+  # fp16 rows: f32 -> f16 truncates instead of rounding to nearest (AVX2).
+  mutation avx2-f32-to-f16-rounding src/kernels/ops_avx2.cpp \
+    '_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)' \
+    '_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_ZERO)'
+else
+  # PQ4 offset m * sum(x) on the plain-NEON / i8mm skeleton and on the
+  # dotprod tile (tiled_kernels.h with NeonDot, the only trait there).
+  mutation arm-pq4-zero-point-x1.001 src/kernels/arm_pq_kernels.h \
+    'acc[t][i] = vfmaq_f32(vfmaq_f32(acc[t][i], gacc[t][i], s), m, vdupq_n_f32(xsum[t]));' \
+    'acc[t][i] = vfmaq_f32(vfmaq_f32(acc[t][i], gacc[t][i], s), vmulq_n_f32(m, 1.001f), vdupq_n_f32(xsum[t]));'
+  mutation dotprod-pq4-zero-point-x1.001 src/kernels/tiled_kernels.h \
+    'acc[t] = V::fma(m, V::set1(xsum[t]), V::fma(gacc[t], s, acc[t]));' \
+    'acc[t] = V::fma(m, V::set1(xsum[t] * 1.001f), V::fma(gacc[t], s, acc[t]));'
+  # NEON (no dotprod) PQ8: one int16 product lane subtracted (sign flip).
+  mutation neon-pq8-sign src/kernels/kernels_neon.cpp \
+    'acc[t][2 * i + 1] = vpadalq_s16(acc[t][2 * i + 1], ph);' \
+    'acc[t][2 * i + 1] = vpadalq_s16(acc[t][2 * i + 1], vnegq_s16(ph));'
+  # NEON PQ4: high-nibble activations one column early (off-by-one).
+  mutation neon-pq4-column-off-by-one src/kernels/kernels_neon.cpp \
+    'xh = bcast4(x[t] + 8 * c + 4);' \
+    'xh = bcast4(x[t] + 8 * c + 3);'
+  # i8mm: the odd token of a pair takes the even token's activations.
+  mutation i8mm-token-pair-index src/kernels/kernels_i8mm.cpp \
+    'vld1_s8(x[2 * p + 1] + k)' \
+    'vld1_s8(x[2 * p] + k)'
+  # NEON element-wise ops (ops_neon.cpp, every ARM level).
+  mutation neon-rmsnorm-eps-x2 src/kernels/ops_neon.cpp \
+    'std::sqrt(ss / static_cast<float>(n) + eps)' \
+    'std::sqrt(ss / static_cast<float>(n) + 2.0f * eps)'
+  mutation neon-softmax-no-max-subtraction src/kernels/ops_neon.cpp \
+    'const float32x4_t vm = vdupq_n_f32(mx);' \
+    'const float32x4_t vm = vdupq_n_f32(0.0f);'
+  mutation neon-swiglu-sigmoid-sign src/kernels/ops_neon.cpp \
+    'exp4(vnegq_f32(g))' \
+    'exp4(g)'
+  mutation neon-rope-angle-position src/kernels/ops_neon.cpp \
+    'const float angle = static_cast<float>(pos) * inv_freq[i];' \
+    'const float angle = static_cast<float>(pos + 1) * inv_freq[i];'
+fi
+
+# count_pattern FILE OLD: how often OLD occurs in FILE (read only).
+count_pattern() {
+  python3 -c 'import sys; print(open(sys.argv[1]).read().count(sys.argv[2]))' "$1" "$2"
+}
+
+if [ "$list" = 1 ]; then
+  # With the number of times each pattern occurs in the working tree now (must be 1).
+  for i in "${!names[@]}"; do
+    printf '%-36s %-34s %s\n' "${names[$i]}" "${files[$i]}" "$(count_pattern "$root/${files[$i]}" "${olds[$i]}")"
+  done
+  exit 0
+fi
+
+# ---- scratch copy and build -------------------------------------------------
+case "$work" in
+  "$root"/build/*|/tmp/*) ;;
+  *) echo "mutation-check: MUTATION_DIR must be under $root/build or /tmp" >&2; exit 2 ;;
+esac
+src="$work/src-copy-$arch"
+build="$work/build-$arch"
+logs="$work/logs-$arch"
+mkdir -p "$work" "$logs"
+rm -rf "$src"
+mkdir -p "$src"
+# Tracked files plus untracked ones that git does not ignore (new tests),
+# as they are in the working tree now; deleted files are skipped. Extracted
+# with fresh modification times (-m), so the reused build never keeps an
+# object compiled from an earlier run's mutated copy (ccache makes the
+# resulting recompiles cheap).
+(cd "$root" && git ls-files -z --cached --others --exclude-standard |
+  python3 -c 'import os,sys; sys.stdout.buffer.write(b"".join(p + b"\0" for p in sys.stdin.buffer.read().split(b"\0") if p and os.path.isfile(p)))' |
+  tar --null -T - -cf -) | tar -C "$src" -xmf -
+
+export CCACHE_DIR="$work/ccache" CCACHE_BASEDIR="$src" CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=2G
+cmake_args=(-S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DPOCKET_BUILD_BENCH=OFF
+  -DPOCKET_SHARED_DIR="$root/../shared")
+command -v ninja >/dev/null 2>&1 && cmake_args+=(-G Ninja)
+command -v ccache >/dev/null 2>&1 && cmake_args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+run_prefix=()
+if [ "$arch" = aarch64 ]; then
+  cmake_args+=(-DCMAKE_TOOLCHAIN_FILE="$src/cmake/aarch64-linux-gnu.cmake" -DGTest_FOUND=ON
+    -DCMAKE_PROJECT_pocket_INCLUDE="$src/scripts/cross-aarch64-gtest.cmake")
+  export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu QEMU_CPU="${QEMU_CPU:-max}"
+  run_prefix=(qemu-aarch64)
+fi
+if [ -f "$build/CMakeCache.txt" ] && ! grep -q "^CMAKE_HOME_DIRECTORY:INTERNAL=$src\$" "$build/CMakeCache.txt"; then
+  rm -rf "$build"  # made from another source folder
+fi
+if ! cmake "${cmake_args[@]}" >"$logs/configure.log" 2>&1; then
+  tail -n 40 "$logs/configure.log"
+  echo "mutation-check: configure failed (log: $logs/configure.log)" >&2
+  exit 2
+fi
+
+all_areas="$(printf '%s\n' "${areas[@]}" | tr ' ' '\n' | sort -u | tr '\n' ' ')"
+
+# build_and_test LOG AREAS...: builds the areas' test executables; sets
+# $result to "pass", "build-failed" or the failing tests.
+build_and_test() {
+  local log="$1" area out rc failed
+  shift
+  local targets=()
+  for area in "$@"; do targets+=("pocket_tests_$area"); done
+  if ! nice -n 10 cmake --build "$build" -j"$jobs" --target "${targets[@]}" >"$log" 2>&1; then
+    result=build-failed
+    return
+  fi
+  failed=()
+  for area in "$@"; do
+    set +e
+    out="$(timeout 900 "${run_prefix[@]}" "$build/pocket_tests_$area" --gtest_brief=1 2>&1)"
+    rc=$?
+    set -e
+    printf '== pocket_tests_%s (exit %d)\n%s\n' "$area" "$rc" "$out" >>"$log"
+    [ "$rc" = 0 ] && continue
+    local names_failed
+    names_failed="$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([A-Za-z0-9_/.]*\).*/\1/p' | grep -v '^[0-9]' | sort -u |
+      tr '\n' ' ')"
+    if [ -n "$names_failed" ]; then
+      failed+=("$names_failed")
+    elif [ "$rc" = 124 ]; then
+      failed+=("pocket_tests_$area timed out")
+    else
+      failed+=("pocket_tests_$area exit $rc (crash)")
+    fi
+  done
+  if [ ${#failed[@]} = 0 ]; then result=pass; else result="${failed[*]}"; fi
+}
+
+echo "mutation-check ($arch): source copy $src, build $build"
+t0=$SECONDS
+# shellcheck disable=SC2086
+build_and_test "$logs/baseline.log" $all_areas
+if [ "$result" != pass ]; then
+  echo "mutation-check: the unmutated tree does not pass ($result); log: $logs/baseline.log" >&2
+  exit 2
+fi
+echo "baseline: unmutated tree builds and passes pocket_tests_{${all_areas% }} ($((SECONDS - t0))s)"
+
+rows=()
+missed=0
+ran=0
+for i in "${!names[@]}"; do
+  name="${names[$i]}" file="${files[$i]}"
+  [ -n "$only" ] && [[ "$name" != *"$only"* ]] && continue
+  ran=$((ran + 1))
+  t1=$SECONDS
+  cp "$src/$file" "$work/original"
+  if ! python3 - "$src/$file" "${olds[$i]}" "${news[$i]}" <<'PY'
+import sys
+path, old, new = sys.argv[1:4]
+text = open(path).read()
+n = text.count(old)
+if n != 1:
+    sys.exit(f"pattern found {n} times (need exactly 1) in {path}:\n{old}")
+open(path, "w").write(text.replace(old, new))
+PY
+  then
+    echo "mutation-check: mutation $name no longer applies to $file; fix the script" >&2
+    exit 2
+  fi
+  # shellcheck disable=SC2086
+  build_and_test "$logs/$name.log" ${areas[$i]}
+  cp "$work/original" "$src/$file"  # restore (a fresh mtime: the next build recompiles it)
+  case "$result" in
+    pass) status="MISSED"; missed=$((missed + 1)) ;;
+    build-failed)
+      echo "mutation-check: mutation $name does not compile (log: $logs/$name.log)" >&2
+      tail -n 20 "$logs/$name.log" >&2
+      exit 2 ;;
+    *)
+      # The first three failing tests, and how many more.
+      read -r -a failed_list <<<"$result"
+      status="caught: ${failed_list[*]:0:3}"
+      [ ${#failed_list[@]} -gt 3 ] && status="$status (+$((${#failed_list[@]} - 3)) more)"
+      ;;
+  esac
+  rows+=("$(printf '| %s | %s | %s |' "$name" "$file" "$status")")
+  printf '%-36s %-34s %s (%ds)\n' "$name" "$file" "$status" $((SECONDS - t1))
+done
+
+# The restored copy must build and pass again (nothing left mutated).
+# shellcheck disable=SC2086
+build_and_test "$logs/restored.log" $all_areas
+if [ "$result" != pass ]; then
+  echo "mutation-check: the restored tree does not pass ($result); log: $logs/restored.log" >&2
+  exit 2
+fi
+
+echo
+echo "| mutation | file | result |"
+echo "|---|---|---|"
+printf '%s\n' "${rows[@]}"
+echo
+echo "$((ran - missed)) of $ran mutations caught ($arch, $((SECONDS - t0))s)"
+[ "$missed" = 0 ]
+exit
+}
