@@ -12,8 +12,8 @@ instructions run on a CPU below the level:
   * a global function other than the level's install_* entry point, which
     baseline code could call without going through detection.
 So each ISA object may define global symbols only of the form
-pocket::kernels::install_*, and no weak symbols at all; everything else it
-defines must be local (unnamed namespace or static).
+pocket::kernels::install_*, and no weak functions at all; everything else it
+defines must be local (unnamed namespace or static) or weak data.
 
 usage: check_isa_isolation.py [--nm NM] libpocket.a [more archives or objects]
 Exits 1 listing every offending symbol, 0 when the archive is clean (and
@@ -26,9 +26,13 @@ import sys
 
 ISA_OBJECT = re.compile(r"_(avx2|avx512|neon|dotprod|i8mm)\.cpp\.o(bj)?$")
 ALLOWED_GLOBAL = re.compile(r"^pocket::kernels::install_[a-z0-9_]+\(")
-# nm symbol types: lower case is local; V/v/W/w are weak, u is a GNU unique
-# symbol (also merged across objects), T/D/B/R are strong globals.
-WEAK_TYPES = set("VvWwu")
+# nm symbol types: lower case is local; W/w are weak functions (inline
+# functions, template instantiations: code the linker merges across objects),
+# T/D/B/R are strong globals. Weak objects (V/v) and GNU unique objects (u)
+# are data, compiled the same for every level (such as the exception
+# personality reference DW.ref.__gxx_personality_v0), so they are allowed.
+WEAK_CODE_TYPES = set("Ww")
+WEAK_DATA_TYPES = set("Vvu")
 
 
 def defined_symbols(nm, path):
@@ -58,8 +62,10 @@ def main():
             if not ISA_OBJECT.search(member):
                 continue
             objects.add(member)
-            if kind in WEAK_TYPES:
-                problems.append(f"{member}: weak symbol {name!r} (type {kind}) may replace the baseline copy")
+            if kind in WEAK_CODE_TYPES:
+                problems.append(f"{member}: weak function {name!r} (type {kind}) may replace the baseline copy")
+            elif kind in WEAK_DATA_TYPES:
+                continue
             elif kind.isupper() and not ALLOWED_GLOBAL.match(name):
                 problems.append(f"{member}: global symbol {name!r} (type {kind}) is reachable without detection")
     if not objects:
