@@ -86,7 +86,7 @@ std::shared_ptr<const Tokenizer> Tokenizer::deserialize(const uint8_t* data, siz
   const uint32_t n_eos = r.u32("eos count");
   const uint8_t* eos = array(r, n_eos, 4, "eos ids");
   v.eos_ids.resize(n_eos);
-  std::memcpy(v.eos_ids.data(), eos, n_eos * 4ull);
+  if (n_eos) std::memcpy(v.eos_ids.data(), eos, n_eos * 4ull);  // data() may be null when empty
 
   const uint64_t pool_size = r.u64("piece pool size");
   const char* pool = reinterpret_cast<const char*>(r.bytes(pool_size, "piece pool"));
@@ -103,8 +103,8 @@ std::shared_ptr<const Tokenizer> Tokenizer::deserialize(const uint8_t* data, siz
     begin = end;
   }
   v.types.resize(n);
-  std::memcpy(v.types.data(), types, n);  // values are validated by create()
-  if (scores) {
+  if (n) std::memcpy(v.types.data(), types, n);  // values are validated by create()
+  if (scores && n) {
     v.scores.resize(n);
     std::memcpy(v.scores.data(), scores, n * 4ull);
   }

@@ -292,5 +292,33 @@ TEST(Robustness, Safetensors) {
   truncate_each(path, positions(size, 8 + header_len + 16, 64), try_open);
 }
 
+// Inputs that made a fuzz target (fuzz/, docs/reliability.md) crash, kept
+// as files named <target>-<what>: each must now be opened the way that
+// target (and the CLI) opens it and give a result or one pocket::Error, with
+// no sanitizer report (this test runs in the ASan+UBSan build too).
+TEST(Robustness, FuzzRegressions) {
+  const std::string dir = test_data_dir() + "/formats/fuzz-regressions";
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string path = entry.path().string();
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("README", 0) == 0) continue;
+    ++files;
+    if (name.rfind("gguf-", 0) == 0) {
+      attempt(
+          [&] {
+            OpenOptions o;
+            o.require_vocab = false;
+            ModelFile f = open_model(path, o);
+            if (f.has_vocab && !f.tokenizer) Tokenizer::create(f.vocab);
+          },
+          name);
+    } else {
+      ADD_FAILURE() << name << ": no fuzz target of that name prefix";
+    }
+  }
+  EXPECT_GT(files, 0u);
+}
+
 }  // namespace
 }  // namespace pocket::test

@@ -171,5 +171,26 @@ TEST(TokenizerErrors, BinaryFormTruncatedAtEveryOffset) {
   EXPECT_THROW(Tokenizer::deserialize(nullptr, 0), Error);
 }
 
+// Found by fuzz_gguf (fuzz/, docs/reliability.md): a binary form whose eos
+// list (or token table) is empty passed a null pointer to memcpy (UB, a UBSan
+// report) before any check could reject it.
+TEST(TokenizerErrors, BinaryFormWithEmptyArrays) {
+  Vocab v = vocab_from_hf_json(pocket::test::test_data_dir() + "/tokenizer/gpt2_small/tokenizer.json", "", nullptr);
+  v.eos_ids.clear();
+  auto tok = Tokenizer::create(v);
+  const std::vector<uint8_t> blob = tok->serialize();
+  auto back = Tokenizer::deserialize(blob.data(), blob.size());
+  EXPECT_EQ(back->encode("Hello world"), tok->encode("Hello world"));
+  // "PKTK" v1, byte-level, no scores, no special ids, 0 tokens, 0 eos ids,
+  // empty pool, 0 merges: every array is empty; create() must reject it.
+  const uint8_t empty[] = {'P', 'K', 'T', 'K', 1, 0, 0, 0, 0, 0, 0, 0,          // magic, version, kind..has_scores
+                           0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,       // bos, eos = -1
+                           0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,       // pad, unk = -1
+                           0, 0, 0, 0, 0, 0, 0, 0,                               // 0 tokens, 0 eos ids
+                           0, 0, 0, 0, 0, 0, 0, 0,                               // pool size 0
+                           0, 0, 0, 0};                                          // 0 merges
+  EXPECT_THROW(Tokenizer::deserialize(empty, sizeof empty), Error);
+}
+
 }  // namespace
 }  // namespace pocket
