@@ -60,7 +60,7 @@ WeightStats weight_stats(const ModelFile& f) {
   for (const auto& [name, t] : f.tensors) {
     s.elements += t.numel();
     s.bytes += t.nbytes;
-    auto it = std::find_if(s.by_type.begin(), s.by_type.end(), [&](const auto& p) { return p.type == t.type; });
+    auto it = std::find_if(s.by_type.begin(), s.by_type.end(), [type = t.type](const auto& p) { return p.type == type; });
     if (it == s.by_type.end()) it = s.by_type.insert(s.by_type.end(), {t.type, 0, 0});
     it->elements += t.numel();
     ++it->tensors;

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# scripts/fuzz.sh [TARGET|all] [SECONDS]   run libFuzzer targets (default: all, 60 s each)
+# scripts/fuzz.sh --build                  only build build/fuzz
+# scripts/fuzz.sh --seeds                  regenerate fuzz/corpus/ seeds with pocket_fuzz_seeds
+# scripts/fuzz.sh --list                   list the targets
+#
+# Installs clang and libclang-rt-14-dev via apt when missing (log in
+# build/logs/fuzz-apt.log), configures build/fuzz with clang and
+#   CMAKE_CXX_FLAGS / CMAKE_C_FLAGS = -fsanitize=fuzzer-no-link,address,undefined ...
+# (the library is instrumented; the fuzz_<name> executables add -fsanitize=fuzzer
+# at link, see fuzz/CMakeLists.txt), builds, then runs each target on a scratch
+# copy of its seed corpus (build/fuzz/corpus/<name>; fuzz/corpus/ is never
+# modified) with its dictionary and per-input limits: 2 GB RSS, 1 GB per
+# malloc, 10 s. Crash/leak/timeout/OOM inputs go to build/fuzz/artifacts/<name>/.
+# Exits non-zero if any target found anything. Environment: POCKET_FUZZ_JOBS
+# (build parallelism, default 1), POCKET_FUZZ_NICE (default 10),
+# POCKET_FUZZ_ARGS (extra libFuzzer flags).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="$root/build/fuzz"
+logs="$root/build/logs"
+mkdir -p "$logs"
+jobs="${POCKET_FUZZ_JOBS:-1}"
+nice_level="${POCKET_FUZZ_NICE:-10}"
+
+targets=()
+for f in "$root"/fuzz/*.cpp; do targets+=("$(basename "$f" .cpp)"); done
+
+mode="${1:-all}"
+seconds="${2:-60}"
+if [[ "$mode" == "--list" ]]; then
+  printf '%s\n' "${targets[@]}"
+  exit 0
+fi
+if ! [[ "$seconds" =~ ^[0-9]+$ ]] || ((seconds < 1)); then
+  echo "fuzz: SECONDS must be a positive integer (got '$seconds')" >&2
+  exit 2
+fi
+if [[ "$mode" != all && "$mode" != --build && "$mode" != --seeds ]]; then
+  mode="${mode#fuzz_}"
+  if [[ ! -f "$root/fuzz/$mode.cpp" ]]; then
+    echo "fuzz: unknown target '$mode' (targets: ${targets[*]})" >&2
+    exit 2
+  fi
+fi
+
+# --- toolchain ----------------------------------------------------------------
+cxx="$(command -v clang++-14 || command -v clang++ || true)"
+cc="$(command -v clang-14 || command -v clang || true)"
+if [[ -z "$cxx" ]] || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer*.a >/dev/null 2>&1; then
+  echo "fuzz: installing clang and libclang-rt-14-dev (log: build/logs/fuzz-apt.log)"
+  sudo_cmd=""
+  [[ $(id -u) -ne 0 ]] && sudo_cmd="sudo"
+  if ! { $sudo_cmd apt-get update -qq &&
+         DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends \
+           clang libclang-rt-14-dev; } >"$logs/fuzz-apt.log" 2>&1; then
+    echo "fuzz: apt-get failed; the end of build/logs/fuzz-apt.log:" >&2
+    tail -n 30 "$logs/fuzz-apt.log" >&2
+    exit 1
+  fi
+  cxx="$(command -v clang++-14 || command -v clang++)"
+  cc="$(command -v clang-14 || command -v clang)"
+fi
+
+# --- configure and build ----------------------------------------------------------
+flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1 -g"
+generator=()
+command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+if [[ ! -f "$build/CMakeCache.txt" ]]; then
+  echo "fuzz: configuring build/fuzz (log: build/logs/fuzz-configure.log)"
+  if ! nice -n "$nice_level" cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Fuzz \
+      -DPOCKET_BUILD_FUZZ=ON -DPOCKET_BUILD_TESTS=OFF -DPOCKET_BUILD_BENCH=OFF \
+      -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_C_COMPILER="$cc" \
+      -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS="$flags" >"$logs/fuzz-configure.log" 2>&1; then
+    tail -n 30 "$logs/fuzz-configure.log" >&2
+    exit 1
+  fi
+fi
+build_targets=()
+if [[ "$mode" == all || "$mode" == --build ]]; then
+  for t in "${targets[@]}"; do build_targets+=("fuzz_$t"); done
+elif [[ "$mode" == --seeds ]]; then
+  build_targets=(pocket_fuzz_seeds)
+else
+  build_targets=("fuzz_$mode")
+fi
+echo "fuzz: building ${build_targets[*]} (log: build/logs/fuzz-build.log)"
+if ! nice -n "$nice_level" cmake --build "$build" -j "$jobs" --target "${build_targets[@]}" \
+    >"$logs/fuzz-build.log" 2>&1; then
+  grep -B2 -A12 -m3 'error' "$logs/fuzz-build.log" >&2 || tail -n 40 "$logs/fuzz-build.log" >&2
+  exit 1
+fi
+[[ "$mode" == --build ]] && exit 0
+if [[ "$mode" == --seeds ]]; then
+  "$build/fuzz/pocket_fuzz_seeds" "$root/fuzz/corpus"
+  exit 0
+fi
+
+# --- run ------------------------------------------------------------------------
+run_list=("${targets[@]}")
+[[ "$mode" != all ]] && run_list=("$mode")
+status=0
+summary=()
+for t in "${run_list[@]}"; do
+  work="$build/corpus/$t"
+  art="$build/artifacts/$t"
+  log="$logs/fuzz-$t.log"
+  mkdir -p "$work" "$art"
+  [[ -d "$root/fuzz/corpus/$t" ]] && cp -n "$root/fuzz/corpus/$t"/* "$work"/ 2>/dev/null || true
+  dict=()
+  [[ -f "$root/fuzz/dict/$t.dict" ]] && dict=("-dict=$root/fuzz/dict/$t.dict")
+  before=$(find "$art" -type f | wc -l)
+  echo "fuzz: fuzz_$t for ${seconds}s (log: build/logs/fuzz-$t.log)"
+  rc=0
+  # shellcheck disable=SC2086
+  nice -n "$nice_level" "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 \
+    -malloc_limit_mb=1024 -timeout=10 -print_final_stats=1 -artifact_prefix="$art/" "${dict[@]}" \
+    ${POCKET_FUZZ_ARGS:-} "$work" >"$log" 2>&1 || rc=$?
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
+  eps=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
+  ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
+  found=$(($(find "$art" -type f | wc -l) - before))
+  line="fuzz_$t: ${runs:-?} runs, ${eps:-?} exec/s, cov ${cov:-?}, ft ${ft:-?}, $found crashes"
+  if ((rc != 0 || found > 0)); then
+    status=1
+    newest=$(ls -t "$art" 2>/dev/null | head -1)
+    line+=" (exit $rc; input: ${newest:+$art/$newest}; log: $log)"
+    grep -m1 -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|FINDING|terminate called|SUMMARY' "$log" \
+      | sed 's/^/   /' || true
+  fi
+  echo "$line"
+  summary+=("$line")
+done
+if ((${#run_list[@]} > 1)); then
+  echo "fuzz: summary"
+  printf '%s\n' "${summary[@]}"
+fi
+exit "$status"
