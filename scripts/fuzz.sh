@@ -66,6 +66,9 @@ fi
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1 -g"
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+source "$root/scripts/lib.sh"  # ccache, when installed
+# shellcheck disable=SC2207
+generator+=($(ccache_launcher))
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
   echo "fuzz: configuring build/fuzz (log: build/logs/fuzz-configure.log)"
   if ! nice -n "$nice_level" cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Fuzz \

@@ -108,8 +108,8 @@ fi
 
 if want fuzz; then
   begin_stage fuzz "libFuzzer targets, short smoke run each"
-  step fuzz bash "$root/scripts/fuzz.sh" all "${FUZZ_SECONDS:-20}"
-  grep -E "^fuzz_[a-z0-9_]+: " "$logs/fuzz.log" | sed 's/^/   /' || true
+  POCKET_FUZZ_JOBS="$jobs" POCKET_FUZZ_NICE=0 step fuzz bash "$root/scripts/fuzz.sh" all "${FUZZ_SECONDS:-15}"
+  grep -E "^fuzz_[a-z0-9_]+: " "$logs/fuzz.log" | sort -u | sed "s/^/   /" || true
   end_stage
 fi
 
