@@ -15,6 +15,7 @@
 #include "convert/create_model.h"
 #include "convert/pocket_file.h"
 #include "formats/gguf_writer.h"
+#include "formats/hf_folder.h"
 #include "formats/llama2c.h"
 #include "formats/safetensors.h"
 #include "fuzz_util.h"
@@ -180,22 +181,7 @@ std::string gguf_model(const ModelConfig& c, const Vocab& v, const std::string& 
   return read_all(path);
 }
 
-std::string hf_name(const std::string& canon) {
-  static const std::map<std::string, std::string> top = {{"token_embd.weight", "model.embed_tokens.weight"},
-                                                         {"output_norm.weight", "model.norm.weight"},
-                                                         {"output.weight", "lm_head.weight"}};
-  static const std::map<std::string, std::string> layer = {
-      {"attn_q.weight", "self_attn.q_proj.weight"},   {"attn_q.bias", "self_attn.q_proj.bias"},
-      {"attn_k.weight", "self_attn.k_proj.weight"},   {"attn_k.bias", "self_attn.k_proj.bias"},
-      {"attn_v.weight", "self_attn.v_proj.weight"},   {"attn_v.bias", "self_attn.v_proj.bias"},
-      {"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_q_norm.weight", "self_attn.q_norm.weight"},
-      {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"attn_norm.weight", "input_layernorm.weight"},
-      {"ffn_norm.weight", "post_attention_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
-      {"ffn_up.weight", "mlp.up_proj.weight"},         {"ffn_down.weight", "mlp.down_proj.weight"}};
-  if (auto it = top.find(canon); it != top.end()) return it->second;
-  const size_t dot = canon.find('.', 4);
-  return "model.layers." + canon.substr(4, dot - 4) + "." + layer.at(canon.substr(dot + 1));
-}
+std::string hf_name(const std::string& canon) { return hf_tensor_name(canon); }
 
 // safetensors bytes of the tensors whose index is in [first, last) (all by default).
 std::string safetensors(const Weights& w, DType t, size_t first, size_t last,

@@ -160,23 +160,25 @@ void load_vocab(ModelFile& m, const std::string& dir, const OpenOptions& opts) {
   m.has_vocab = true;
 }
 
+// Hugging Face Llama/Qwen tensor names and their canonical (GGUF) names.
+const std::map<std::string, std::string> kTop = {
+    {"model.embed_tokens.weight", "token_embd.weight"},
+    {"model.norm.weight", "output_norm.weight"},
+    {"lm_head.weight", "output.weight"},
+};
+const std::map<std::string, std::string> kLayer = {
+    {"self_attn.q_proj.weight", "attn_q.weight"},     {"self_attn.q_proj.bias", "attn_q.bias"},
+    {"self_attn.k_proj.weight", "attn_k.weight"},     {"self_attn.k_proj.bias", "attn_k.bias"},
+    {"self_attn.v_proj.weight", "attn_v.weight"},     {"self_attn.v_proj.bias", "attn_v.bias"},
+    {"self_attn.o_proj.weight", "attn_output.weight"}, {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+    {"self_attn.k_norm.weight", "attn_k_norm.weight"}, {"input_layernorm.weight", "attn_norm.weight"},
+    {"post_attention_layernorm.weight", "ffn_norm.weight"}, {"mlp.gate_proj.weight", "ffn_gate.weight"},
+    {"mlp.up_proj.weight", "ffn_up.weight"},          {"mlp.down_proj.weight", "ffn_down.weight"},
+};
+
 }  // namespace
 
 std::string canonical_hf_name(const std::string& n) {
-  static const std::map<std::string, std::string> kTop = {
-      {"model.embed_tokens.weight", "token_embd.weight"},
-      {"model.norm.weight", "output_norm.weight"},
-      {"lm_head.weight", "output.weight"},
-  };
-  static const std::map<std::string, std::string> kLayer = {
-      {"self_attn.q_proj.weight", "attn_q.weight"},     {"self_attn.q_proj.bias", "attn_q.bias"},
-      {"self_attn.k_proj.weight", "attn_k.weight"},     {"self_attn.k_proj.bias", "attn_k.bias"},
-      {"self_attn.v_proj.weight", "attn_v.weight"},     {"self_attn.v_proj.bias", "attn_v.bias"},
-      {"self_attn.o_proj.weight", "attn_output.weight"}, {"self_attn.q_norm.weight", "attn_q_norm.weight"},
-      {"self_attn.k_norm.weight", "attn_k_norm.weight"}, {"input_layernorm.weight", "attn_norm.weight"},
-      {"post_attention_layernorm.weight", "ffn_norm.weight"}, {"mlp.gate_proj.weight", "ffn_gate.weight"},
-      {"mlp.up_proj.weight", "ffn_up.weight"},          {"mlp.down_proj.weight", "ffn_down.weight"},
-  };
   if (auto it = kTop.find(n); it != kTop.end()) return it->second;
   static constexpr std::string_view kPrefix = "model.layers.";
   if (n.compare(0, kPrefix.size(), kPrefix) != 0) return "";
@@ -188,6 +190,19 @@ std::string canonical_hf_name(const std::string& n) {
   auto it = kLayer.find(std::string(q + 1, end));
   if (it == kLayer.end()) return "";
   return "blk." + std::to_string(layer) + "." + it->second;
+}
+
+std::string hf_tensor_name(const std::string& canonical) {
+  for (const auto& [hf, canon] : kTop)
+    if (canon == canonical) return hf;
+  static constexpr std::string_view kBlk = "blk.";
+  if (canonical.compare(0, kBlk.size(), kBlk) != 0) return "";
+  const size_t dot = canonical.find('.', kBlk.size());
+  if (dot == std::string::npos) return "";
+  const std::string rest = canonical.substr(dot + 1);
+  for (const auto& [hf, canon] : kLayer)
+    if (canon == rest) return "model.layers." + canonical.substr(kBlk.size(), dot - kBlk.size()) + "." + hf;
+  return "";
 }
 
 ModelFile open_hf_folder(const std::string& dir, const OpenOptions& opts) {

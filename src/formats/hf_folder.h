@@ -13,5 +13,7 @@ ModelFile open_hf_folder(const std::string& dir, const OpenOptions& opts);
 // Canonical name of a Hugging Face Llama/Qwen tensor name, or "" if it is
 // not one of the standard names (such tensors keep their own name).
 std::string canonical_hf_name(const std::string& hf_name);
+// The inverse: the Hugging Face name of a canonical tensor name, or "".
+std::string hf_tensor_name(const std::string& canonical);
 
 }  // namespace pocket

@@ -17,22 +17,7 @@ using nlohmann::json;
 
 // Hugging Face name of a canonical tensor name (the inverse of the loader's
 // mapping, written out independently here).
-std::string hf_name(const std::string& canon) {
-  if (canon == "token_embd.weight") return "model.embed_tokens.weight";
-  if (canon == "output_norm.weight") return "model.norm.weight";
-  if (canon == "output.weight") return "lm_head.weight";
-  static const std::map<std::string, std::string> layer = {
-      {"attn_q.weight", "self_attn.q_proj.weight"},      {"attn_q.bias", "self_attn.q_proj.bias"},
-      {"attn_k.weight", "self_attn.k_proj.weight"},      {"attn_k.bias", "self_attn.k_proj.bias"},
-      {"attn_v.weight", "self_attn.v_proj.weight"},      {"attn_v.bias", "self_attn.v_proj.bias"},
-      {"attn_output.weight", "self_attn.o_proj.weight"}, {"attn_q_norm.weight", "self_attn.q_norm.weight"},
-      {"attn_k_norm.weight", "self_attn.k_norm.weight"}, {"attn_norm.weight", "input_layernorm.weight"},
-      {"ffn_norm.weight", "post_attention_layernorm.weight"}, {"ffn_gate.weight", "mlp.gate_proj.weight"},
-      {"ffn_up.weight", "mlp.up_proj.weight"},           {"ffn_down.weight", "mlp.down_proj.weight"},
-  };
-  auto dot = canon.find('.', 4);  // "blk.N."
-  return "model.layers." + canon.substr(4, dot - 4) + "." + layer.at(canon.substr(dot + 1));
-}
+std::string hf_name(const std::string& canon) { return hf_tensor_name(canon); }
 
 json hf_config(const ModelConfig& c, bool tie) {
   const char* arch = c.arch == Arch::Llama ? "LlamaForCausalLM" : c.arch == Arch::Qwen2 ? "Qwen2ForCausalLM" : "Qwen3ForCausalLM";
