@@ -1,5 +1,7 @@
 #include "cli_common.h"
 
+#include <cstdio>
+
 #include "util/error.h"
 
 namespace pocket::cli {
@@ -17,7 +19,9 @@ LoadedModel ModelOptions::load(std::string* path_out) const {
   if (path_out) *path_out = path;
   OpenOptions o;
   o.tokenizer_path = tokenizer;
-  return load_model(path, o);
+  LoadedModel m = load_model(path, o);
+  for (const std::string& n : m.file->notes) std::fprintf(stderr, "pocket: note: %s\n", n.c_str());
+  return m;
 }
 
 int ModelOptions::resolve_threads() const { return pocket::resolve_threads(threads); }

@@ -16,6 +16,7 @@ int info(const std::string& path, const std::string& tokenizer) {
   ModelFile f = open_model(path, o);
   std::printf("%-22s %s\n", "file", f.path.c_str());
   for (const auto& [key, value] : f.info) std::printf("%-22s %s\n", key.c_str(), value.c_str());
+  for (const std::string& n : f.notes) std::printf("%-22s %s\n", "note", n.c_str());
   if (f.has_vocab) {
     auto tok = Tokenizer::create(f.vocab);
     bool known = true;

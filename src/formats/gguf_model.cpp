@@ -126,7 +126,7 @@ ModelFile open_gguf(const std::string& path, const OpenOptions& opts) {
     m.vocab = m.tokenizer->vocab();
     m.has_vocab = true;
   } else if (g.has("tokenizer.ggml.model")) {
-    m.vocab = vocab_from_gguf(g);
+    m.vocab = vocab_from_gguf(g, &m.notes);
     m.has_vocab = true;
   } else if (opts.require_vocab) {
     fail(path, ": no tokenizer in the file (neither ", pocket ? "pocket.tokenizer nor " : "",

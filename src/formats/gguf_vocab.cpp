@@ -41,11 +41,20 @@ PreTokenizer pre_tokenizer_from_gguf(const GgufFile& g, bool* nfc) {
   fail(g.path(), ": unsupported tokenizer.ggml.pre '", *pre, "' (supported: qwen2, llama-bpe, llama3, gpt-2, default)");
 }
 
-int32_t token_id(const GgufFile& g, const std::string& key, size_t n_tokens, int32_t dflt) {
+// A special-token id, or -1 for "none". llama.cpp's converters write -1
+// (as 0xFFFFFFFF in a uint32 field) for a token the model does not have, so
+// an id outside the vocabulary means "none", with a note, not a bad file.
+int32_t token_id(const GgufFile& g, const std::string& key, size_t n_tokens, int32_t dflt,
+                 std::vector<std::string>* notes) {
   auto v = g.get_int(key);
   if (!v) return dflt < static_cast<int64_t>(n_tokens) ? dflt : -1;
-  if (*v < 0 || *v >= static_cast<int64_t>(n_tokens))
-    fail(g.path(), ": ", key, " = ", *v, " is not a token id (vocabulary has ", n_tokens, " tokens)");
+  if (*v < 0 || *v >= static_cast<int64_t>(n_tokens)) {
+    const bool minus_one = *v == -1 || *v == 0xFFFFFFFFll;
+    if (notes && !minus_one)
+      notes->push_back(key + " = " + std::to_string(*v) + " is outside the vocabulary (" + std::to_string(n_tokens) +
+                       " tokens); treated as none");
+    return -1;
+  }
   return static_cast<int32_t>(*v);
 }
 
@@ -68,7 +77,7 @@ std::vector<int32_t> collect_eos_ids(const Vocab& v, const std::vector<int32_t>&
   return ids;
 }
 
-Vocab vocab_from_gguf(const GgufFile& g) {
+Vocab vocab_from_gguf(const GgufFile& g, std::vector<std::string>* notes) {
   Vocab v;
   auto model = g.get_string("tokenizer.ggml.model");
   if (!model) fail(g.path(), ": tokenizer metadata 'tokenizer.ggml.model' is missing");
@@ -111,14 +120,21 @@ Vocab vocab_from_gguf(const GgufFile& g) {
 
   // SentencePiece models conventionally use <unk>=0, <s>=1, </s>=2.
   const bool sp = v.kind == TokenizerKind::SentencePieceBPE;
-  v.bos_id = token_id(g, "tokenizer.ggml.bos_token_id", n, sp ? 1 : -1);
-  v.eos_id = token_id(g, "tokenizer.ggml.eos_token_id", n, sp ? 2 : -1);
-  v.unk_id = token_id(g, "tokenizer.ggml.unknown_token_id", n, sp ? 0 : -1);
-  v.pad_id = token_id(g, "tokenizer.ggml.padding_token_id", n, -1);
+  v.bos_id = token_id(g, "tokenizer.ggml.bos_token_id", n, sp ? 1 : -1, notes);
+  v.eos_id = token_id(g, "tokenizer.ggml.eos_token_id", n, sp ? 2 : -1, notes);
+  v.unk_id = token_id(g, "tokenizer.ggml.unknown_token_id", n, sp ? 0 : -1, notes);
+  v.pad_id = token_id(g, "tokenizer.ggml.padding_token_id", n, -1, notes);
   std::vector<int32_t> extra;
   for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
-    if (int32_t id = token_id(g, key, n, -1); id >= 0) extra.push_back(id);
+    if (int32_t id = token_id(g, key, n, -1, notes); id >= 0) extra.push_back(id);
   v.eos_ids = collect_eos_ids(v, extra);
+  // The cases where a missing id changes behaviour.
+  if (notes) {
+    if (v.add_bos && v.bos_id < 0)
+      notes->push_back("tokenizer.ggml.add_bos_token is set but the file names no BOS token; none is added");
+    if (v.eos_ids.empty())
+      notes->push_back("no end-of-sequence token: generation stops only at the token limit");
+  }
   return v;
 }
 

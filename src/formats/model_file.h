@@ -49,6 +49,10 @@ struct ModelFile {
   uint64_t file_size = 0;     // bytes on disk, all files together
   // Human-readable facts for `pocket info` (key -> value), in insertion order.
   std::vector<std::pair<std::string, std::string>> info;
+  // Things the loader accepted but a user should know (an out-of-range
+  // special-token id treated as none, no end-of-sequence token...). Shown by
+  // `pocket info` and printed once to stderr by the commands that generate.
+  std::vector<std::string> notes;
   // Keep the mappings (and any small owned buffers) alive with the views.
   std::vector<std::shared_ptr<const MappedFile>> mappings;
   std::vector<std::shared_ptr<std::vector<uint8_t>>> buffers;

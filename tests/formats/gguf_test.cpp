@@ -147,6 +147,53 @@ TEST(Gguf, ByteLevelVocabRoundTrip) {
   EXPECT_EQ(std::find(r.eos_ids.begin(), r.eos_ids.end(), 6), r.eos_ids.end());
 }
 
+// llama.cpp's converters write -1 (0xFFFFFFFF as uint32) for a special token
+// the model lacks; such ids, and any id outside the vocabulary, mean "none".
+TEST(Gguf, OutOfRangeSpecialIdsMeanNone) {
+  TempDir dir;
+  ModelConfig c = small_config(Arch::Qwen2);
+  SyntheticWeights w = make_weights(c, true, 5);
+  Vocab v = byte_level_vocab();
+  GgufWriter g;
+  add_config_metadata(g, c);
+  add_vocab_metadata(g, v, "");
+  g.set_u32("tokenizer.ggml.padding_token_id", 0xFFFFFFFFu);
+  g.set_i32("tokenizer.ggml.bos_token_id", -1);
+  g.set_u32("tokenizer.ggml.unknown_token_id", 4000);  // past the 8 tokens
+  for (const auto& [name, values] : w.values)
+    g.add_tensor(name, DType::F32, w.shapes.at(name), values.data(), values.size() * 4);
+  g.write(dir.file("m.gguf"));
+  ModelFile m = open_model(dir.file("m.gguf"));
+  EXPECT_EQ(m.vocab.pad_id, -1);
+  EXPECT_EQ(m.vocab.bos_id, -1);
+  EXPECT_EQ(m.vocab.unk_id, -1);
+  EXPECT_EQ(m.vocab.eos_id, 5);
+  // -1 is the convention and needs no note; 4000 is unusual and gets one.
+  ASSERT_EQ(m.notes.size(), 1u);
+  EXPECT_NE(m.notes[0].find("tokenizer.ggml.unknown_token_id = 4000"), std::string::npos) << m.notes[0];
+}
+
+TEST(Gguf, MissingEosIsNotedWhenNothingEndsGeneration) {
+  TempDir dir;
+  ModelConfig c = small_config(Arch::Qwen2);
+  SyntheticWeights w = make_weights(c, true, 5);
+  Vocab v = byte_level_vocab();
+  v.tokens = {"a", "b", "ab", "Ġ", "Ġab", "x", "y", "z"};  // no end-of-turn tokens
+  v.types.assign(v.tokens.size(), TokenType::Normal);
+  GgufWriter g;
+  add_config_metadata(g, c);
+  add_vocab_metadata(g, v, "");
+  g.set_u32("tokenizer.ggml.eos_token_id", 0xFFFFFFFFu);
+  for (const auto& [name, values] : w.values)
+    g.add_tensor(name, DType::F32, w.shapes.at(name), values.data(), values.size() * 4);
+  g.write(dir.file("m.gguf"));
+  ModelFile m = open_model(dir.file("m.gguf"));
+  EXPECT_EQ(m.vocab.eos_id, -1);
+  EXPECT_TRUE(m.vocab.eos_ids.empty());
+  ASSERT_EQ(m.notes.size(), 1u);
+  EXPECT_NE(m.notes[0].find("end-of-sequence"), std::string::npos) << m.notes[0];
+}
+
 TEST(Gguf, SentencePieceVocabRoundTrip) {
   TempDir dir;
   ModelConfig c = small_config(Arch::Llama);
