@@ -1,12 +1,13 @@
 #include "tokenizer/hf_json.h"
 
 #include <nlohmann/json.hpp>
-#include <unordered_map>
 
 #include "tokenizer/byte_level.h"
+#include "tokenizer/hash_tables.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/unicode.h"
 #include "util/error.h"
+#include "util/json_cursor.h"
 #include "util/mapped_file.h"
 
 namespace pocket {
@@ -14,16 +15,65 @@ namespace {
 
 using json = nlohmann::json;
 
+// model.vocab and model.merges of a tokenizer.json: 151K entries each in a
+// real file, streamed straight out of the text (a DOM of them is most of the
+// load time).
+struct BigSections {
+  bool has_vocab = false;
+  std::vector<std::pair<std::string, int64_t>> vocab;  // in file order
+  bool has_merges = false;
+  std::vector<std::pair<std::string, std::string>> merges;
+};
+
 // Typed access that names the file and field on failure.
 class Doc {
  public:
-  Doc(const std::string& text, std::string source) : source_(std::move(source)) {
+  // The whole text as a DOM (tokenizer_config.json, small documents).
+  Doc(std::string_view text, std::string source) : source_(std::move(source)) {
     try {
       root_ = json::parse(text);
     } catch (const json::exception& e) {
       fail(source_, ": invalid JSON: ", e.what());
     }
     if (!root_.is_object()) fail(source_, ": top level is not an object");
+  }
+  // A tokenizer.json: everything as a DOM except model.vocab and
+  // model.merges, which go to `big`.
+  Doc(std::string_view text, std::string source, BigSections& big) : source_(std::move(source)) {
+    JsonCursor c(text, source_);
+    if (c.peek() != '{') {
+      *this = Doc(text, source_);  // reports invalid JSON or a non-object
+      return;
+    }
+    root_ = json::object();
+    // Real files hold ~60-75 bytes of text per vocab entry and merge; a
+    // capped guess saves the copies of repeated growth.
+    const size_t guess = std::min<size_t>(text.size() / 64, size_t{1} << 18);
+    big.vocab.reserve(guess);
+    big.merges.reserve(guess);
+    c.members([&](const std::string& key) {
+      if (key != "model" || c.peek() != '{') {
+        root_[key] = dom(c);
+        return;
+      }
+      if (root_.contains("model")) c.error("\"model\" appears twice");
+      json model = json::object();
+      c.members([&](const std::string& k) {
+        if (k == "vocab" && c.peek() == '{') {
+          if (big.has_vocab) c.error("\"model.vocab\" appears twice");
+          big.has_vocab = true;
+          stream_vocab(c, big.vocab);
+        } else if (k == "merges" && c.peek() == '[') {
+          if (big.has_merges) c.error("\"model.merges\" appears twice");
+          big.has_merges = true;
+          stream_merges(c, big.merges);
+        } else {
+          model[k] = dom(c);
+        }
+      });
+      root_["model"] = std::move(model);
+    });
+    if (!c.at_end()) c.error("text after the top-level object");
   }
   const json& root() const { return root_; }
   const std::string& source() const { return source_; }
@@ -52,6 +102,49 @@ class Doc {
   }
 
  private:
+  // The next value, parsed as a DOM.
+  json dom(JsonCursor& c) const {
+    const size_t at = c.offset();
+    const std::string_view span = c.skip_value();
+    try {
+      return json::parse(span);
+    } catch (const json::exception& e) {
+      c.error_at(at, e.what());
+    }
+  }
+  void stream_vocab(JsonCursor& c, std::vector<std::pair<std::string, int64_t>>& out) const {
+    c.members([&](const std::string& piece) {
+      int64_t id;
+      if (const char* problem = c.read_integer(id))
+        error("model.vocab[\"" + piece + "\"]", std::string("bad id: ") + problem);
+      out.emplace_back(piece, id);
+    });
+  }
+  void stream_merges(JsonCursor& c, std::vector<std::pair<std::string, std::string>>& out) const {
+    std::string s, b;
+    c.elements([&](size_t i) {
+      auto field = [&] { return "model.merges[" + std::to_string(i) + "]"; };
+      const char p = c.peek();
+      if (p == '"') {
+        c.read_string(s);
+        const size_t sp = s.find(' ');
+        if (sp == std::string::npos || sp == 0 || sp + 1 >= s.size() || s.find(' ', sp + 1) != std::string::npos)
+          error(field(), "\"" + s + "\" is not two tokens separated by one space");
+        out.emplace_back(s.substr(0, sp), s.substr(sp + 1));
+        return;
+      }
+      // [a, b]
+      if (p != '[') error(field(), "neither \"a b\" nor [a, b]");
+      c.expect('[');
+      if (c.peek() != '"') error(field(), "neither \"a b\" nor [a, b]");
+      c.read_string(s);
+      if (!c.consume(',') || c.peek() != '"') error(field(), "neither \"a b\" nor [a, b]");
+      c.read_string(b);
+      if (!c.consume(']')) error(field(), "neither \"a b\" nor [a, b]");
+      out.emplace_back(s, b);
+    });
+  }
+
   std::string source_;
   json root_;
 };
@@ -158,11 +251,11 @@ void apply_config(const Doc& d, Vocab& v, std::string* chat_template) {
 
 // Tokenizer::create validates too, but errors found here can name the file
 // and the JSON field.
-void check_pieces(const Doc& d, const Vocab& v) {
-  std::unordered_map<std::string_view, int32_t> ids;
-  ids.reserve(v.tokens.size());
+// Also records the merges' token ids in v.merge_ids.
+void check_pieces(const Doc& d, Vocab& v) {
+  std::vector<int32_t> all(v.tokens.size());
   for (size_t i = 0; i < v.tokens.size(); ++i) {
-    ids.emplace(v.tokens[i], static_cast<int32_t>(i));
+    all[i] = static_cast<int32_t>(i);
     if (v.types[i] != TokenType::Normal) continue;
     const std::string& t = v.tokens[i];
     for (size_t k = 0; k < t.size();) {
@@ -172,11 +265,16 @@ void check_pieces(const Doc& d, const Vocab& v) {
       k += len;
     }
   }
+  tok_detail::StringIdMap ids;
+  ids.build(&v.tokens, all);
   std::string joined;
+  v.merge_ids.resize(v.merges.size());
   for (size_t r = 0; r < v.merges.size(); ++r) {
     const auto& [a, b] = v.merges[r];
-    joined = a + b;
-    if (!ids.count(a) || !ids.count(b) || !ids.count(joined))
+    joined.assign(a).append(b);
+    auto& m = v.merge_ids[r];
+    m = {ids.find(a), ids.find(b), ids.find(joined)};
+    if (m[0] < 0 || m[1] < 0 || m[2] < 0)
       d.error("model.merges[" + std::to_string(r) + "]",
               "\"" + a + " " + b + "\" refers to a token not in the vocab");
   }
@@ -184,10 +282,11 @@ void check_pieces(const Doc& d, const Vocab& v) {
 
 }  // namespace
 
-Vocab vocab_from_hf_json_text(const std::string& tokenizer_json, const std::string& tokenizer_config,
+Vocab vocab_from_hf_json_text(std::string_view tokenizer_json, const std::string& tokenizer_config,
                               const std::string& source, std::string* chat_template) {
   if (chat_template) chat_template->clear();
-  const Doc d(tokenizer_json, source);
+  BigSections big;
+  const Doc d(tokenizer_json, source, big);
   const json& root = d.root();
   const json& model = d.object(root, "model", "model");
   const std::string type = model.contains("type") ? d.type_of(model, "model") : "BPE";
@@ -205,36 +304,33 @@ Vocab vocab_from_hf_json_text(const std::string& tokenizer_json, const std::stri
   Vocab v;
   v.kind = TokenizerKind::ByteLevelBPE;
   v.ignore_merges = d.boolean(model, "ignore_merges", false, "model");
-  const json& vocab = d.object(model, "vocab", "model.vocab");
+  if (!big.has_vocab) d.error("model.vocab", "missing or not an object");
   auto added = root.find("added_tokens");
   if (added != root.end() && !added->is_null() && !added->is_array()) d.error("added_tokens", "not an array");
   const size_t n_added = added != root.end() && added->is_array() ? added->size() : 0;
   // Ids must be dense-ish: bound them by the entry count before allocating.
-  const size_t max_entries = vocab.size() + n_added;
-  auto check_id = [&](const json& j, const std::string& field) {
-    if (!j.is_number_integer()) d.error(field, "id is not an integer");
-    const int64_t id = j.get<int64_t>();
+  const size_t max_entries = big.vocab.size() + n_added;
+  auto check_id = [&](int64_t id, const std::string& field) {
     if (id < 0 || static_cast<uint64_t>(id) >= 2 * max_entries + 1024)
       d.error(field, "id " + std::to_string(id) + " is out of range for " + std::to_string(max_entries) + " entries");
     return static_cast<size_t>(id);
   };
-  std::vector<std::pair<std::string, size_t>> entries;
-  entries.reserve(vocab.size());
   size_t n = 0;
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    const size_t id = check_id(it.value(), "model.vocab[\"" + it.key() + "\"]");
-    entries.emplace_back(it.key(), id);
-    n = std::max(n, id + 1);
+  for (const auto& [piece, id] : big.vocab) {
+    if (id < 0 || static_cast<uint64_t>(id) >= 2 * max_entries + 1024) check_id(id, "model.vocab[\"" + piece + "\"]");
+    n = std::max(n, static_cast<size_t>(id) + 1);
   }
   if (n_added)
     for (size_t i = 0; i < n_added; ++i) {
       const json& a = (*added)[i];
-      if (!a.is_object() || !a.contains("id")) d.error("added_tokens[" + std::to_string(i) + "]", "not an object with an id");
-      n = std::max(n, check_id(a["id"], "added_tokens[" + std::to_string(i) + "].id") + 1);
+      const std::string f = "added_tokens[" + std::to_string(i) + "]";
+      if (!a.is_object() || !a.contains("id")) d.error(f, "not an object with an id");
+      if (!a["id"].is_number_integer()) d.error(f + ".id", "id is not an integer");
+      n = std::max(n, check_id(a["id"].get<int64_t>(), f + ".id") + 1);
     }
   v.tokens.assign(n, std::string());
   v.types.assign(n, TokenType::Unused);
-  for (auto& [piece, id] : entries) {
+  for (auto& [piece, id] : big.vocab) {
     if (v.types[id] != TokenType::Unused) d.error("model.vocab", "id " + std::to_string(id) + " is used twice");
     v.tokens[id] = std::move(piece);
     v.types[id] = TokenType::Normal;
@@ -254,24 +350,8 @@ Vocab vocab_from_hf_json_text(const std::string& tokenizer_json, const std::stri
     v.types[id] = d.boolean(a, "special", false, f) ? TokenType::Control : TokenType::UserDefined;
   }
 
-  auto merges = model.find("merges");
-  if (merges == model.end() || !merges->is_array()) d.error("model.merges", "missing or not an array");
-  v.merges.reserve(merges->size());
-  for (size_t i = 0; i < merges->size(); ++i) {
-    const json& m = (*merges)[i];
-    const std::string f = "model.merges[" + std::to_string(i) + "]";
-    if (m.is_string()) {
-      const std::string s = m.get<std::string>();
-      const size_t sp = s.find(' ');
-      if (sp == std::string::npos || sp == 0 || sp + 1 >= s.size() || s.find(' ', sp + 1) != std::string::npos)
-        d.error(f, "\"" + s + "\" is not two tokens separated by one space");
-      v.merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
-    } else if (m.is_array() && m.size() == 2) {
-      v.merges.emplace_back(d.string(m[0], f + "[0]"), d.string(m[1], f + "[1]"));
-    } else {
-      d.error(f, "neither \"a b\" nor [a, b]");
-    }
-  }
+  if (!big.has_merges) d.error("model.merges", "missing or not an array");
+  v.merges = std::move(big.merges);
   check_pieces(d, v);
   if (auto unk = model.find("unk_token"); unk != model.end() && !unk->is_null()) {
     v.unk_id = find_token(v, d.string(*unk, "model.unk_token"));
@@ -299,7 +379,10 @@ Vocab vocab_from_hf_json_text(const std::string& tokenizer_json, const std::stri
 Vocab vocab_from_hf_json(const std::string& tokenizer_json_path, const std::string& tokenizer_config_path,
                          std::string* chat_template) {
   std::string config = tokenizer_config_path.empty() ? std::string() : read_text_file(tokenizer_config_path);
-  return vocab_from_hf_json_text(read_text_file(tokenizer_json_path), config, tokenizer_json_path, chat_template);
+  // Parsed in place from the page cache (no 11 MB copy for a real file).
+  auto file = MappedFile::open(tokenizer_json_path);
+  const std::string_view text(reinterpret_cast<const char*>(file->data()), file->size());
+  return vocab_from_hf_json_text(text, config, tokenizer_json_path, chat_template);
 }
 
 }  // namespace pocket

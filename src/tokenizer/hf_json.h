@@ -1,6 +1,7 @@
 // Loader for Hugging Face tokenizer.json (+ tokenizer_config.json).
 #pragma once
 #include <string>
+#include <string_view>
 
 #include "tokenizer/vocab.h"
 
@@ -18,7 +19,7 @@ Vocab vocab_from_hf_json(const std::string& tokenizer_json_path, const std::stri
                          std::string* chat_template);
 
 // Same, from in-memory JSON text; `source` names the input in errors.
-Vocab vocab_from_hf_json_text(const std::string& tokenizer_json, const std::string& tokenizer_config,
+Vocab vocab_from_hf_json_text(std::string_view tokenizer_json, const std::string& tokenizer_config,
                               const std::string& source, std::string* chat_template);
 
 }  // namespace pocket

@@ -110,7 +110,8 @@ std::shared_ptr<const Tokenizer> Tokenizer::deserialize(const uint8_t* data, siz
   }
   const uint32_t n_merges = r.u32("merge count");
   const uint8_t* merges = array(r, n_merges, 12, "merges");
-  std::vector<std::array<int32_t, 3>> merge_ids(n_merges);
+  std::vector<std::array<int32_t, 3>>& merge_ids = v.merge_ids;
+  merge_ids.resize(n_merges);
   v.merges.reserve(n_merges);
   for (uint32_t i = 0; i < n_merges; ++i) {
     std::memcpy(merge_ids[i].data(), merges + 12ull * i, 12);
@@ -120,7 +121,7 @@ std::shared_ptr<const Tokenizer> Tokenizer::deserialize(const uint8_t* data, siz
   }
   if (r.remaining() != 0) fail(kSource, ": ", r.remaining(), " unexpected bytes after the merges");
   try {
-    return create_impl(std::move(v), &merge_ids);
+    return create(std::move(v));
   } catch (const Error& e) {
     fail(kSource, ": ", e.what());
   }

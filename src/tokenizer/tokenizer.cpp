@@ -60,7 +60,7 @@ void check_id(int32_t id, size_t n, const char* what) {
 
 }  // namespace
 
-void Tokenizer::Impl::build(const std::vector<std::array<int32_t, 3>>* given_merges) {
+void Tokenizer::Impl::build() {
   const Vocab& v = vocab;
   const size_t n = v.tokens.size();
   if (n == 0) fail(kSource, ": no tokens");
@@ -129,19 +129,26 @@ void Tokenizer::Impl::build(const std::vector<std::array<int32_t, 3>>* given_mer
     std::vector<int16_t> byte_of_id(n, -1);  // for the dense byte-pair table
     for (int b = 0; b < 256; ++b) byte_of_id[byte_ids[b]] = static_cast<int16_t>(b);
     byte_pairs.assign(256 * 256, {});
+    // Ids a loader already resolved are checked against the pieces (cheap,
+    // in order) instead of being looked up again (random access, slow).
+    const std::vector<std::array<int32_t, 3>>* given_merges = v.merge_ids.empty() ? nullptr : &v.merge_ids;
     if (given_merges && given_merges->size() != v.merges.size()) fail(kSource, ": merge id table size mismatch");
     merge_ids.resize(v.merges.size());
+    std::string joined;
     for (size_t r = 0; r < v.merges.size(); ++r) {
       const auto& [a, b] = v.merges[r];
       std::array<int32_t, 3> m;
       if (given_merges) {
         m = (*given_merges)[r];
-        const std::string& c = v.tokens[m[2]];  // ids were range-checked by the reader
+        for (int32_t id : m)
+          if (id < 0 || static_cast<size_t>(id) >= n) fail(kSource, ": merge ", r, " refers to token ", id);
+        const std::string& c = v.tokens[m[2]];
         if (v.tokens[m[0]] != a || v.tokens[m[1]] != b || c.size() != a.size() + b.size() || !c.starts_with(a) ||
             !c.ends_with(b))
           fail(kSource, ": merge ", r, " does not join its two tokens into the merged token");
       } else {
-        m = {piece_ids.find(a), piece_ids.find(b), piece_ids.find(a + b)};
+        joined.assign(a).append(b);
+        m = {piece_ids.find(a), piece_ids.find(b), piece_ids.find(joined)};
       }
       if (m[0] < 0 || m[1] < 0 || m[2] < 0)
         fail(kSource, ": merge ", r, " (\"", a, "\" \"", b, "\") refers to a token not in the vocab");
@@ -221,13 +228,11 @@ void Tokenizer::Impl::encode_segment(std::string_view text, bool at_start, std::
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Tokenizer::~Tokenizer() = default;
 
-std::shared_ptr<const Tokenizer> Tokenizer::create(Vocab vocab) { return create_impl(std::move(vocab), nullptr); }
-
-std::shared_ptr<const Tokenizer> Tokenizer::create_impl(Vocab vocab,
-                                                        const std::vector<std::array<int32_t, 3>>* merge_ids) {
+std::shared_ptr<const Tokenizer> Tokenizer::create(Vocab vocab) {
   auto impl = std::make_unique<Impl>();
   impl->vocab = std::move(vocab);
-  impl->build(merge_ids);
+  impl->build();
+  impl->vocab.merge_ids = {};  // now held, checked, in impl->merge_ids
   return std::shared_ptr<const Tokenizer>(new Tokenizer(std::move(impl)));
 }
 

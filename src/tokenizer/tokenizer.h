@@ -68,8 +68,6 @@ class Tokenizer {
  private:
   friend class StreamDecoder;
   explicit Tokenizer(std::unique_ptr<Impl> impl);
-  static std::shared_ptr<const Tokenizer> create_impl(Vocab vocab,
-                                                      const std::vector<std::array<int32_t, 3>>* merge_ids);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -31,7 +31,7 @@ struct Tokenizer::Impl {
   // Builds everything above from `vocab`; throws pocket::Error if it is
   // invalid. `given_merges` (left, right, merged ids per merge, from the
   // binary form) spares the string lookups; it is verified, not trusted.
-  void build(const std::vector<std::array<int32_t, 3>>* given_merges = nullptr);
+  void build();
   std::vector<std::array<int32_t, 3>> merge_ids;  // byte-level: (left, right, merged) per rank
 
   // Encodes text that contains no special tokens to match.

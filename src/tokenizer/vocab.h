@@ -3,6 +3,7 @@
 // compact binary form) fill a Vocab; Tokenizer::create builds the fast
 // runtime structures from it.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -44,6 +45,10 @@ struct Vocab {
   std::vector<float> scores;        // id -> score (SentencePiece merges); may be empty for BPE
   std::vector<TokenType> types;     // id -> type; same size as tokens
   std::vector<std::pair<std::string, std::string>> merges;  // BPE merges in rank order
+  // Optional: (left, right, merged) token ids of each merge, as a loader that
+  // resolved them found them. Tokenizer::create checks them against the
+  // pieces instead of looking every merge up again, then drops them.
+  std::vector<std::array<int32_t, 3>> merge_ids;
 
   int32_t bos_id = -1;
   int32_t eos_id = -1;

@@ -53,12 +53,24 @@ MappedFile::~MappedFile() {
 }
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  // One read into a buffer of the file's size (a stream copy through
+  // ostringstream cost ~25 ms for an 11 MB tokenizer.json).
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(path, ": cannot open for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  const std::streamoff size = in.tellg();
+  std::string out;
+  if (size > 0) {
+    out.resize(static_cast<size_t>(size));
+    in.seekg(0);
+    in.read(out.data(), size);
+    if (in.gcount() != size) fail(path, ": read error");
+  }
+  // Files that report no size (pipes, /proc) are read to the end.
+  char buf[65536];
+  in.clear();
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) out.append(buf, static_cast<size_t>(in.gcount()));
   if (in.bad()) fail(path, ": read error");
-  return ss.str();
+  return out;
 }
 
 bool file_exists(const std::string& path) {
