@@ -5,7 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libcli11-dev
-          libgtest-dev googletest libbenchmark-dev ccache python3
+          libgtest-dev googletest libbenchmark-dev ccache python3 python3-venv
           g++-aarch64-linux-gnu qemu-user
           clang libclang-rt-14-dev)   # libFuzzer (scripts/fuzz.sh)
 missing=()

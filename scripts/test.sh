@@ -7,6 +7,8 @@
 #   asan       AddressSanitizer + UndefinedBehaviorSanitizer build, every test
 #   tsan       ThreadSanitizer build of the threaded tests (pool, matmul split
 #              over threads, concurrent engines, forward passes)
+#   oracles    the real Hugging Face libraries (PyPI, pinned) as live oracles:
+#              tokenizer parity on fresh random strings (scripts/oracles.sh)
 #   fuzz       every libFuzzer target for a short smoke run (scripts/fuzz.sh)
 #   aarch64    cross build; kernel, quantization and model tests on three
 #              emulated cores (NEON, dotprod, i8mm), everything else once
@@ -25,7 +27,7 @@ logs="$root/build/logs"
 mkdir -p "$logs"
 source "$root/scripts/lib.sh"
 
-all_stages=(release no-avx512 asan tsan fuzz aarch64)
+all_stages=(release no-avx512 oracles asan tsan fuzz aarch64)
 stages=()
 case "${1:-}" in
   --quick) stages=(release) ;;
@@ -63,7 +65,7 @@ step setup bash "$root/scripts/setup.sh"
 ccache_zero
 end_stage
 
-if want release || want no-avx512; then
+if want release || want no-avx512 || want oracles; then
   begin_stage release "Release build and tests"
   step release-build bash "$root/scripts/build.sh"
   want release && run_ctest release-tests "$root/build/release"
@@ -81,6 +83,13 @@ if want no-avx512 && $x86; then
       step "no-avx512-$(basename "$exe")" $emu "$exe" --gtest_brief=1
   done
   step no-avx512-cli $emu "$root/build/release/pocket" run -n 16 -q --temp 0
+  end_stage
+fi
+
+if want oracles; then
+  begin_stage oracles "Hugging Face libraries from PyPI as live oracles"
+  step oracles bash "$root/scripts/oracles.sh" "$root/build/release"
+  grep -E "^oracles: SKIPPED|cases \(|tests? ran|PASSED|FAILED" "$logs/oracles.log" | sed 's/^/   /'
   end_stage
 fi
 

@@ -111,8 +111,9 @@ void Tokenizer::Impl::build() {
       text_token_ids.push_back(id);
     }
     if ((t == TokenType::Control || t == TokenType::UserDefined) && !piece.empty()) {
-      specials_by_first_byte[static_cast<unsigned char>(piece[0])].push_back({piece, id});
+      specials_by_first_byte[static_cast<unsigned char>(piece[0])].push_back({piece, id, t == TokenType::Control});
       has_specials = true;
+      has_user_defined |= t == TokenType::UserDefined;
     }
   }
   piece_ids.build(&vocab.tokens, all_ids);
@@ -241,17 +242,19 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, const EncodeOption
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
   if (opt.add_bos && m.vocab.bos_id >= 0) out.push_back(m.vocab.bos_id);
-  if (!opt.allow_special || !m.has_specials) {
+  // Added tokens are split out first: user-defined ones always (Hugging Face
+  // and llama.cpp treat them as text), control tokens only when allowed.
+  if (!(opt.allow_special ? m.has_specials : m.has_user_defined)) {
     m.encode_segment(text, true, out);
     return out;
   }
-  // Split out special tokens: leftmost match, longest at a position.
+  // Leftmost match, longest at a position.
   size_t seg_begin = 0;
   for (size_t i = 0; i < text.size();) {
     const auto& candidates = m.specials_by_first_byte[static_cast<unsigned char>(text[i])];
     const Impl::Special* hit = nullptr;
     for (const auto& s : candidates)
-      if (text.compare(i, s.text.size(), s.text) == 0) {
+      if ((opt.allow_special || !s.control) && text.compare(i, s.text.size(), s.text) == 0) {
         hit = &s;
         break;
       }

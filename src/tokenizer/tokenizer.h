@@ -2,10 +2,13 @@
 // SentencePiece-style BPE (Llama 2, llama2.c), built from a Vocab.
 //
 // Input text contract:
-//  * Control and user-defined added tokens (e.g. "<|im_start|>") are matched in
-//    the text only when EncodeOptions::allow_special is set (Hugging Face
-//    always matches them; that is unsafe for untrusted text). Otherwise their
-//    text is tokenized like any other text.
+//  * Control tokens (added tokens marked special, e.g. "<|im_start|>") are
+//    matched in the text only when EncodeOptions::allow_special is set
+//    (Hugging Face's default matches them; that is unsafe for untrusted
+//    text). Otherwise their text is tokenized like any other text, as Hugging
+//    Face does with encode_special_tokens. User-defined added tokens (not
+//    special, e.g. Qwen3's "<tool_call>") are always matched, in both modes,
+//    as Hugging Face and llama.cpp do.
 //  * Invalid UTF-8: every byte that is not part of a well-formed UTF-8
 //    sequence is treated as one code point of its own that belongs to no
 //    Unicode category (like a symbol) and is never changed by NFC. Byte-level
@@ -28,7 +31,7 @@
 namespace pocket {
 
 struct EncodeOptions {
-  bool allow_special = false;  // match control/added tokens in the text
+  bool allow_special = false;  // also match control (special) tokens in the text
   bool add_bos = false;        // prepend vocab.bos_id (if the vocab has one)
 };
 

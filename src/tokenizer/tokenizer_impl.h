@@ -24,9 +24,11 @@ struct Tokenizer::Impl {
   struct Special {
     std::string text;
     int32_t id;
+    bool control;  // matched only with allow_special; user-defined added tokens always match (as in HF)
   };
   std::array<std::vector<Special>, 256> specials_by_first_byte;  // longest first
   bool has_specials = false;
+  bool has_user_defined = false;
 
   // Builds everything above from `vocab`; throws pocket::Error if it is
   // invalid. `given_merges` (left, right, merged ids per merge, from the

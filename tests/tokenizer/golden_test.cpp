@@ -1,9 +1,15 @@
 // Parity with Hugging Face: every corpus string must encode to exactly the
-// ids the HF tokenizer (JS port, run by tools/tokenizer-oracle with Rust's
-// regex semantics) produced, with and without special-token matching, and
-// decode back to HF's text. Golden files: tests/data/tokenizer/golden_*.json.
+// ids the HF tokenizer produced, with and without special-token matching,
+// and decode back to HF's text. Two sources of truth:
+//  - committed golden files (tests/data/tokenizer/golden_*.json), so machines
+//    without Python packages still check parity;
+//  - live cases from the real `tokenizers` library (Rust, from PyPI), made by
+//    tools/oracles/tokenizer_cases.py in the test stage "oracles" with fresh
+//    random strings each run: the TokenizerLive tests, skipped unless
+//    POCKET_ORACLE_CASES names the folder holding them.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "common/test_util.h"
@@ -73,6 +79,49 @@ void expect_parity(const Tokenizer& tok, const std::vector<GoldenCase>& cases, c
   EXPECT_EQ(bad_plain, 0u) << name << ": " << bad_plain << "/" << cases.size() << " differ (plain)";
   EXPECT_EQ(bad_decode, 0u) << name << ": " << bad_decode << "/" << cases.size() << " decodes differ";
   EXPECT_EQ(bad_roundtrip, 0u) << name << ": " << bad_roundtrip << "/" << cases.size() << " round trips differ";
+}
+
+// A case file written by tools/oracles/tokenizer_cases.py, or an empty list
+// (and a skip) when the stage that makes them did not run.
+std::vector<GoldenCase> load_live(const std::string& name, std::string* about) {
+  const char* dir = std::getenv("POCKET_ORACLE_CASES");
+  if (!dir || !*dir) return {};
+  const json doc = json::parse(read_text_file(std::string(dir) + "/" + name + ".json"));
+  *about = "tokenizers " + doc["tokenizers"].get<std::string>() + ", seed " + std::to_string(doc["seed"].get<int64_t>());
+  std::vector<GoldenCase> cases;
+  for (const json& c : doc["cases"]) {
+    GoldenCase g;
+    g.text = c["text"].get<std::string>();
+    g.ids = c["ids"].get<std::vector<int32_t>>();
+    g.ids_plain = c["ids_plain"].get<std::vector<int32_t>>();
+    g.decoded = c["decoded"].get<std::string>();
+    cases.push_back(std::move(g));
+  }
+  return cases;
+}
+
+void expect_live_parity(const Tokenizer& tok, const std::string& name) {
+  std::string about;
+  const auto cases = load_live(name, &about);
+  if (cases.empty()) GTEST_SKIP() << "POCKET_ORACLE_CASES not set (test.sh stage \"oracles\" makes the cases)";
+  EXPECT_GE(cases.size(), 1000u);
+  expect_parity(tok, cases, name + " live (" + about + ")");
+}
+
+TEST(TokenizerLive, Qwen3MatchesHuggingFaceTokenizers) {
+  const std::string dir = test::qwen3_tokenizer_dir();
+  auto tok = Tokenizer::create(vocab_from_hf_json(dir + "/tokenizer.json", dir + "/tokenizer_config.json", nullptr));
+  expect_live_parity(*tok, "qwen3");
+}
+
+TEST(TokenizerLive, Gpt2StyleMatchesHuggingFaceTokenizers) {
+  expect_live_parity(*Tokenizer::create(vocab_from_hf_json(data_path("gpt2_small/tokenizer.json"), "", nullptr)),
+                     "gpt2_small");
+}
+
+TEST(TokenizerLive, Llama3StyleMatchesHuggingFaceTokenizers) {
+  expect_live_parity(*Tokenizer::create(vocab_from_hf_json(data_path("llama3_small/tokenizer.json"), "", nullptr)),
+                     "llama3_small");
 }
 
 TEST(TokenizerGolden, CorpusIsLargeAndVaried) {
