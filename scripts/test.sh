@@ -89,7 +89,7 @@ fi
 if want oracles; then
   begin_stage oracles "Hugging Face libraries from PyPI as live oracles"
   step oracles bash "$root/scripts/oracles.sh" "$root/build/release"
-  grep -E "^oracles: SKIPPED|cases \(|tests? ran|PASSED|FAILED" "$logs/oracles.log" | sed 's/^/   /'
+  grep -E "^oracles: SKIPPED|cases \(|GGUF files|tests? ran|PASSED|FAILED" "$logs/oracles.log" | sed 's/^/   /'
   end_stage
 fi
 

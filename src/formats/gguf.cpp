@@ -177,6 +177,9 @@ GgufFile GgufFile::parse(std::shared_ptr<const MappedFile> file) {
 
   if (r.size() < 4 || std::memcmp(r.bytes(4, "magic"), "GGUF", 4) != 0) fail(src, ": not a GGUF file (bad magic)");
   g.version_ = r.u32("version");
+  if (const uint32_t swapped = __builtin_bswap32(g.version_); swapped == 2 || swapped == 3)
+    fail(src, ": a big-endian GGUF file (version ", swapped,
+         " byte-swapped); Pocket reads little-endian GGUF, the layout of every file llama.cpp and ARM/x86 use");
   if (g.version_ != 2 && g.version_ != 3) fail(src, ": unsupported GGUF version ", g.version_, " (expected 2 or 3)");
   uint64_t n_tensors = r.u64("tensor count");
   uint64_t n_kv = r.u64("metadata count");

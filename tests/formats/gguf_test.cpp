@@ -2,12 +2,16 @@
 // tokenizer metadata, Pocket files, and hand-made hostile files.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <functional>
+#include <nlohmann/json.hpp>
 
 #include "formats/format_test_util.h"
 #include "formats/gguf.h"
 #include "formats/gguf_writer.h"
 #include "formats/model_file.h"
+#include "kernels/kernels.h"
+#include "util/mapped_file.h"
 #include "tokenizer/llama2c_vocab.h"
 #include "tokenizer/tokenizer.h"
 
@@ -192,6 +196,56 @@ TEST(Gguf, MissingEosIsNotedWhenNothingEndsGeneration) {
   EXPECT_TRUE(m.vocab.eos_ids.empty());
   ASSERT_EQ(m.notes.size(), 1u);
   EXPECT_NE(m.notes[0].find("end-of-sequence"), std::string::npos) << m.notes[0];
+}
+
+// Files written by `gguf` (PyPI, the library llama.cpp's converters use),
+// made by tools/oracles/gguf_files.py in the test stage "oracles"; skipped
+// unless POCKET_ORACLE_GGUF names the folder. expected.json holds the config
+// and each weight's first rows as gguf itself dequantizes them.
+TEST(GgufLive, FilesWrittenByGgufPyLoadAsWritten) {
+  const char* dir = std::getenv("POCKET_ORACLE_GGUF");
+  if (!dir || !*dir) GTEST_SKIP() << "POCKET_ORACLE_GGUF not set (test.sh stage \"oracles\" writes the files)";
+  const auto expected = nlohmann::json::parse(read_text_file(std::string(dir) + "/expected.json"));
+  ASSERT_GE(expected["files"].size(), 4u);
+  for (const auto& [name, e] : expected["files"].items()) {
+    SCOPED_TRACE(name);
+    const std::string path = std::string(dir) + "/" + name + ".gguf";
+    ModelFile m = open_model(path);
+    EXPECT_EQ(m.config.arch, Arch::Qwen3);
+    EXPECT_EQ(m.config.dim, 64);
+    EXPECT_EQ(m.config.n_layers, 2);
+    EXPECT_EQ(m.config.n_kv_heads, 2);
+    EXPECT_EQ(m.config.head_dim, 16);
+    EXPECT_FLOAT_EQ(m.config.rope_theta, 1e6f);
+    EXPECT_EQ(m.config.vocab_size, expected["vocab_size"].get<int>());
+    // 0xFFFFFFFF ids mean "none": no error, and no note (it is the convention).
+    EXPECT_EQ(m.vocab.bos_id, -1);
+    EXPECT_EQ(m.vocab.pad_id, -1);
+    EXPECT_EQ(m.vocab.eos_id, expected["eos"].get<int>());
+    EXPECT_TRUE(m.notes.empty()) << m.notes[0];
+    EXPECT_EQ(GgufFile::parse(MappedFile::open(path)).alignment(), e["alignment"].get<uint32_t>());
+    for (const auto& [tname, t] : e["tensors"].items()) {
+      const TensorView& w = m.get(tname);
+      ASSERT_EQ(std::string(dtype_name(w.type)), t["type"].get<std::string>()) << tname;
+      const auto rows = t["rows"].get<std::vector<std::vector<double>>>();
+      std::vector<float> got(static_cast<size_t>(w.cols()));
+      for (size_t r = 0; r < rows.size(); ++r) {
+        if (w.shape.size() == 1) {
+          std::memcpy(got.data(), w.data, got.size() * 4);
+        } else {
+          kernels::dequant_row(w, static_cast<int64_t>(r), got.data());
+        }
+        ASSERT_EQ(rows[r].size(), got.size()) << tname;
+        for (size_t c = 0; c < got.size(); ++c)  // the same arithmetic: exact up to f32 rounding
+          ASSERT_NEAR(got[c], rows[r][c], 1e-6 * std::max(1.0, std::fabs(rows[r][c]))) << tname << " [" << r << ", " << c << "]";
+      }
+    }
+    // And it runs: a tokenizer from the file's metadata.
+    auto tok = Tokenizer::create(m.vocab);
+    EXPECT_FALSE(tok->encode("hello world").empty());
+  }
+  const std::string msg = error_of([&] { open_model(std::string(dir) + "/big_endian.gguf"); });
+  EXPECT_NE(msg.find("big-endian"), std::string::npos) << msg;
 }
 
 TEST(Gguf, SentencePieceVocabRoundTrip) {
