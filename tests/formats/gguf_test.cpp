@@ -519,6 +519,11 @@ TEST(GgufHostile, BadVersionAndMagic) {
   b.b[4] = 2;  // version 2 has the same layout as 3
   write_file(dir.file("v2.gguf"), b.b);
   EXPECT_EQ(GgufFile::parse(MappedFile::open(dir.file("v2.gguf"))).version(), 2u);
+  // gguf-py writes big-endian files on request: the version reads byte-swapped.
+  b.b[4] = 0;
+  b.b[7] = 3;
+  const std::string msg = open_error(dir, b.b);
+  EXPECT_NE(msg.find("big-endian GGUF file (version 3"), std::string::npos) << msg;
 }
 
 // Model-level errors: each names the file and the problem.
