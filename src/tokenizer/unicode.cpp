@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "util/utf8.h"
+
 namespace pocket::unicode {
 namespace {
 
@@ -110,20 +112,8 @@ void nfc_chunk(std::string_view s, std::string& r) {
 }  // namespace
 
 void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x110000) {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  if (cp < 0x110000) {
+    utf8::append(out, cp);
   } else {
     out.push_back(static_cast<char>(cp - kInvalidBase));  // pseudo code point: the raw byte
   }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace pocket {
 namespace {
@@ -41,24 +42,6 @@ size_t utf8_sequence(const unsigned char* p, size_t left) {
     return 4;
   }
   return 0;
-}
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 int hex_digit(char c) {
@@ -204,7 +187,7 @@ void JsonCursor::read_string(std::string& out) {
           cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
           i += 6;
         }
-        append_utf8(out, static_cast<uint32_t>(cp));
+        utf8::append(out, static_cast<uint32_t>(cp));
         break;
       }
       default:

@@ -13,6 +13,7 @@
 #include "util/error.h"
 #include "util/json_cursor.h"
 #include "util/mapped_file.h"
+#include "util/utf8.h"
 
 namespace pocket {
 namespace {
@@ -60,21 +61,7 @@ TEST(JsonCursor, RandomStringsRoundTripThroughNlohmannDump) {
         default: cp = 0x10000 + rng() % 0x100000; break;
       }
       if (cp >= 0xD800 && cp <= 0xDFFF) cp = 'x';
-      if (cp < 0x80) {
-        s.push_back(static_cast<char>(cp));
-      } else if (cp < 0x800) {
-        s.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-        s.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-      } else if (cp < 0x10000) {
-        s.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-        s.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-        s.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-      } else {
-        s.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-        s.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-        s.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-        s.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-      }
+      utf8::append(s, cp);
     }
     const json j = s;
     EXPECT_EQ(read_string(j.dump()), s);
