@@ -3,7 +3,8 @@
 # a virtual environment in build/oracle-venv with the pinned packages of
 # tools/oracles/requirements.txt, fresh cases from them (the committed corpus
 # plus random strings, a new seed each run), and the TokenizerLive tests
-# against those cases; then GGUF files written by `gguf` (the library
+# against those cases; conversations rendered by transformers'
+# apply_chat_template for the ChatLive test; then GGUF files written by `gguf` (the library
 # llama.cpp's converters use) for the GgufLive test. Without PyPI the stage says so and stops with success:
 # the committed golden files (release stage) still check parity.
 #   scripts/oracles.sh BUILD_DIR     (BUILD_DIR holds pocket_tests_tokenizer)
@@ -38,5 +39,8 @@ for t in gpt2_small llama3_small; do
     "$cases/$t.json" ${ORACLE_SEED:+--seed "$ORACLE_SEED"}
 done
 POCKET_ORACLE_CASES="$cases" "$build/pocket_tests_tokenizer" --gtest_filter='TokenizerLive.*' --gtest_brief=1
+"$venv/bin/python" "$root/tools/oracles/chat_cases.py" "$shared/tokenizers/qwen3" "$root/tests/data/chat/cases.json" \
+  "$cases/chat_qwen3.json" ${ORACLE_SEED:+--seed "$ORACLE_SEED"}
+POCKET_ORACLE_CHAT="$cases/chat_qwen3.json" "$build/pocket_tests_generate" --gtest_filter='ChatLive.*' --gtest_brief=1
 "$venv/bin/python" "$root/tools/oracles/gguf_files.py" "$data/gpt2_small/tokenizer.json" "$root/build/oracle-gguf"
 POCKET_ORACLE_GGUF="$root/build/oracle-gguf" "$build/pocket_tests_formats" --gtest_filter='GgufLive.*' --gtest_brief=1

@@ -1,8 +1,10 @@
-// Chat rendering against the real Qwen3 template (golden strings rendered by
-// Hugging Face's Jinja port: tools/chat-oracle/render.mjs).
+// Chat rendering against the real Qwen3 template: golden strings rendered by
+// Hugging Face transformers' apply_chat_template (tools/oracles/chat_cases.py
+// --golden), and live random conversations in the "oracles" test stage.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "common/qwen3_tokenizer.h"
@@ -28,6 +30,42 @@ TEST(ChatTemplate, MatchesQwen3JinjaTemplateOnAllCases) {
     opt.enable_thinking = c.value("enable_thinking", true);
     EXPECT_EQ(pieces_text(tmpl.render(msgs, opt)), c["rendered"].get<std::string>()) << c["name"];
   }
+}
+
+// Conversations rendered by Hugging Face transformers' apply_chat_template
+// (the Qwen3 Jinja template itself), made fresh with random conversations by
+// tools/oracles/chat_cases.py in the test stage "oracles"; skipped unless
+// POCKET_ORACLE_CHAT names the case file. Text and ids must match; ids are
+// compared where no message spells a control token (Pocket encodes message
+// text as plain text on purpose, Hugging Face would match the token).
+TEST(ChatLive, MatchesTransformersApplyChatTemplate) {
+  const char* path = std::getenv("POCKET_ORACLE_CHAT");
+  if (!path || !*path) GTEST_SKIP() << "POCKET_ORACLE_CHAT not set (test.sh stage \"oracles\" makes the cases)";
+  const auto doc = nlohmann::json::parse(read_text_file(path));
+  const auto& cases = doc["cases"];
+  ASSERT_GE(cases.size(), 100u);
+  ChatTemplate tmpl(ChatFormat::Qwen3);
+  size_t bad_text = 0, bad_ids = 0, compared_ids = 0;
+  for (const auto& c : cases) {
+    std::vector<ChatMessage> msgs;
+    bool lookalike = false;
+    for (const auto& m : c["messages"]) {
+      msgs.push_back({m["role"], m["content"]});
+      lookalike |= m["content"].get<std::string>().find("<|") != std::string::npos;
+    }
+    ChatOptions opt;
+    opt.add_generation_prompt = c["add_generation_prompt"];
+    opt.enable_thinking = c.value("enable_thinking", true);
+    const auto pieces = tmpl.render(msgs, opt);
+    if (pieces_text(pieces) != c["rendered"].get<std::string>() && ++bad_text <= 3)
+      ADD_FAILURE() << c.dump() << "\n  got: " << pieces_text(pieces);
+    if (lookalike) continue;
+    ++compared_ids;
+    if (encode_pieces(*qwen3(), pieces) != c["ids"].get<std::vector<int32_t>>() && ++bad_ids <= 3)
+      ADD_FAILURE() << "ids differ: " << c.dump();
+  }
+  EXPECT_EQ(bad_text, 0u) << "of " << cases.size() << " (transformers " << doc["transformers"] << ", seed " << doc["seed"] << ")";
+  EXPECT_EQ(bad_ids, 0u) << "of " << compared_ids;
 }
 
 TEST(ChatTemplate, DetectsQwen3FromTheShippedTemplate) {
