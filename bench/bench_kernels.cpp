@@ -13,7 +13,7 @@
 
 #include "core/tensor.h"
 #include "kernels/kernels.h"
-#include "quant/pq_format.h"
+#include "core/pq_format.h"
 #include "runtime/thread_pool.h"
 #include "util/half.h"
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <ostream>
 
-#include "quant/pq_format.h"
+#include "core/pq_format.h"
 #include "quant/quantize.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"

@@ -9,7 +9,7 @@
 
 #include "core/dtype.h"
 #include "formats/gguf_writer.h"
-#include "model/config.h"
+#include "core/config.h"
 #include "tokenizer/vocab.h"
 
 namespace pocket::convert {

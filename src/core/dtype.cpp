@@ -1,7 +1,7 @@
 #include "core/dtype.h"
 
 #include "core/tensor.h"
-#include "quant/pq_format.h"
+#include "core/pq_format.h"
 #include "util/checked.h"
 #include "util/error.h"
 
@@ -87,7 +87,7 @@ int dtype_block_bytes(DType t, int group) {
       return 128 + 64 + 16 + 2;
     case DType::Q8_K:  // d (f32), quants, block sums
       return 4 + 256 + 32;
-    case DType::PQ4:  // per row: nibbles + fp16 scale + fp16 offset (see quant/pq_format.h)
+    case DType::PQ4:  // per row: nibbles + fp16 scale + fp16 offset (see core/pq_format.h)
       return pq::valid_group(group) ? group / 2 + 4 : 0;
     case DType::PQ8:  // per row: int8 + fp16 scale
       return pq::valid_group(group) ? group + 2 : 0;
@@ -115,7 +115,7 @@ uint64_t tensor_nbytes(DType t, const std::vector<int64_t>& shape, int group, co
     if (d <= 0) fail(what, ": dimension ", d, " is not positive");
   uint64_t rows = 1;
   for (size_t i = 0; i + 1 < shape.size(); ++i) rows = checked_mul(rows, static_cast<uint64_t>(shape[i]), what);
-  // PQ types store whole tiles of rows (see quant/pq_format.h).
+  // PQ types store whole tiles of rows (see core/pq_format.h).
   if (t == DType::PQ4 || t == DType::PQ8) rows = checked_add(rows, pq::kTileRows - 1, what) / pq::kTileRows * pq::kTileRows;
   uint64_t row_bytes;
   try {

@@ -15,8 +15,8 @@ enum class DType : uint8_t {
   BF16,
   Q8_0,  // GGUF: blocks of 32 = fp16 scale + 32 x int8
   Q4_0,  // GGUF: blocks of 32 = fp16 scale + 16 bytes of nibbles, value = (q - 8) * d
-  PQ4,   // Pocket int4 (see src/quant/pq_format.h)
-  PQ8,   // Pocket int8 (see src/quant/pq_format.h)
+  PQ4,   // Pocket int4 (see src/core/pq_format.h)
+  PQ8,   // Pocket int8 (see src/core/pq_format.h)
   // More GGUF (llama.cpp) types, read so that real llama.cpp files load; the
   // value of each element is defined by src/kernels/dequant_gguf.cpp.
   Q4_1,  // blocks of 32: fp16 d, fp16 m, 16 bytes of nibbles; q * d + m

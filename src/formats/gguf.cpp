@@ -7,7 +7,7 @@
 #include <set>
 
 #include "core/tensor.h"
-#include "quant/pq_format.h"
+#include "core/pq_format.h"
 #include "util/byte_reader.h"
 #include "util/checked.h"
 #include "util/error.h"

@@ -12,7 +12,7 @@
 
 #include "core/dtype.h"
 #include "formats/gguf.h"
-#include "model/config.h"
+#include "core/config.h"
 #include "tokenizer/vocab.h"
 
 namespace pocket {

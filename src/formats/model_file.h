@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "model/config.h"
+#include "core/config.h"
 #include "tokenizer/vocab.h"
 #include "util/mapped_file.h"
 

@@ -20,7 +20,7 @@
 #include <algorithm>
 
 #include "kernels/table.h"
-#include "quant/pq_format.h"
+#include "core/pq_format.h"
 
 namespace pocket::kernels {
 namespace {

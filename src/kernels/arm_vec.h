@@ -2,7 +2,7 @@
 // (4 rows each). NeonFloat is baseline Advanced SIMD (any aarch64 core);
 // NeonDot adds the dot-product extension: sdot by element multiplies each
 // row's 4 weight bytes by the same 4 activation bytes, which is exactly the
-// PQ layout's broadcast (quant/pq_format.h). NeonDot's integer functions
+// PQ layout's broadcast (core/pq_format.h). NeonDot's integer functions
 // compile only in translation units built with +dotprod (they are inline
 // and never emitted unless used). Unnamed namespace: see x86_vec.h.
 #pragma once

@@ -1,7 +1,7 @@
 #include "kernels/dequant.h"
 
 #include "kernels/kernels.h"
-#include "quant/pq_format.h"
+#include "core/pq_format.h"
 #include "util/error.h"
 #include "util/half.h"
 

@@ -7,7 +7,7 @@
 
 #include "kernels/dequant.h"
 #include "kernels/table.h"
-#include "quant/pq_format.h"
+#include "core/pq_format.h"
 #include "runtime/thread_pool.h"
 #include "util/error.h"
 

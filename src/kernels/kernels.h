@@ -7,7 +7,7 @@
 #include <span>
 
 #include "core/tensor.h"
-#include "model/config.h"
+#include "core/config.h"
 
 namespace pocket {
 class ThreadPool;

@@ -15,7 +15,7 @@ namespace pocket::kernels {
 namespace {
 
 // The 4 activation bytes at x repeated in every 32-bit lane: each lane
-// holds one row's 4 consecutive columns (quant/pq_format.h).
+// holds one row's 4 consecutive columns (core/pq_format.h).
 inline int8x16_t bcast4(const int8_t* x) {
   int32_t v;
   std::memcpy(&v, x, 4);

@@ -8,7 +8,7 @@
 #include "kernels/act_quant.h"
 #include "kernels/isa.h"
 #include "kernels/kernels.h"
-#include "model/config.h"
+#include "core/config.h"
 
 namespace pocket::kernels {
 

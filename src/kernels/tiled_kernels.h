@@ -10,7 +10,7 @@
 #include <algorithm>
 
 #include "kernels/table.h"
-#include "quant/pq_format.h"
+#include "core/pq_format.h"
 
 namespace pocket::kernels {
 namespace {
@@ -30,7 +30,7 @@ void for_token_tiles(int n, Body&& body) {
   }
 }
 
-// ---- PQ4 / PQ8: 16-row tiles, one lane per row (quant/pq_format.h) -------
+// ---- PQ4 / PQ8: 16-row tiles, one lane per row (core/pq_format.h) -------
 template <class V, bool Q4, int T>
 void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0) {
   const ActBlocks& a = *job.xq;

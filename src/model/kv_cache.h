@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "model/config.h"
+#include "core/config.h"
 
 namespace pocket {
 

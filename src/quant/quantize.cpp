@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "core/tensor.h"
-#include "quant/pq_format.h"
+#include "core/pq_format.h"
 #include "util/error.h"
 #include "util/half.h"
 
@@ -53,7 +53,7 @@ void quantize_q4_0(const float* x, int64_t cols, uint8_t* out) {
   }
 }
 
-// One row into its slot of the tile layout (quant/pq_format.h).
+// One row into its slot of the tile layout (core/pq_format.h).
 void quantize_pq_row(DType type, const float* x, int64_t cols, int g, int64_t row, uint8_t* base) {
   const int64_t r = row % pq::kTileRows;
   uint8_t* tile = base + (row / pq::kTileRows) * pq::tile_bytes(type, cols, g);

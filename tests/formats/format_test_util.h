@@ -16,7 +16,7 @@
 
 #include "common/test_util.h"
 #include "core/tensor.h"
-#include "model/config.h"
+#include "core/config.h"
 #include "util/error.h"
 #include "util/half.h"
 

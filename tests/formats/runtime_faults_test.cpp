@@ -17,7 +17,7 @@
 #include <string>
 
 #include "common/test_util.h"
-#include "model/config.h"
+#include "core/config.h"
 #include "model/kv_cache.h"
 #include "util/atomic_file.h"
 #include "util/error.h"

@@ -21,7 +21,7 @@
 #include "kernels/act_quant.h"
 #include "kernels/table.h"
 #include "kernels/weight_builders.h"
-#include "quant/pq_format.h"
+#include "core/pq_format.h"
 
 namespace pocket::kernels {
 namespace {

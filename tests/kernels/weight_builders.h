@@ -1,6 +1,6 @@
 // Test-side encoders: build weights of every type from chosen codes and
 // scales, written straight from the format descriptions (GGUF blocks,
-// quant/pq_format.h), together with the exact float values they stand for.
+// core/pq_format.h), together with the exact float values they stand for.
 // The library's readers are checked against these, never against themselves.
 #pragma once
 #include <gtest/gtest.h>

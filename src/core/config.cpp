@@ -1,4 +1,4 @@
-#include "model/config.h"
+#include "core/config.h"
 
 #include "util/error.h"
 
