@@ -14,7 +14,7 @@
 #include "core/tensor.h"
 #include "kernels/kernels.h"
 #include "core/pq_format.h"
-#include "runtime/thread_pool.h"
+#include "util/thread_pool.h"
 #include "util/half.h"
 
 namespace {

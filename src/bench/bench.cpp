@@ -9,7 +9,7 @@
 #include "bench/system.h"
 #include "model/model.h"
 #include "runtime/loader.h"
-#include "runtime/thread_pool.h"
+#include "util/thread_pool.h"
 #include "util/error.h"
 
 namespace pocket::bench {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/thread_pool.h"
+#include "util/thread_pool.h"
 #include "util/error.h"
 
 namespace pocket::bench {

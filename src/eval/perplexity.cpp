@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "runtime/thread_pool.h"
+#include "util/thread_pool.h"
 #include "util/error.h"
 
 namespace pocket::eval {

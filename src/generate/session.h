@@ -16,7 +16,7 @@
 
 #include "generate/sampler.h"
 #include "model/model.h"
-#include "runtime/thread_pool.h"
+#include "util/thread_pool.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pocket {

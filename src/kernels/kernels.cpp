@@ -8,7 +8,7 @@
 #include "kernels/dequant.h"
 #include "kernels/table.h"
 #include "core/pq_format.h"
-#include "runtime/thread_pool.h"
+#include "util/thread_pool.h"
 #include "util/error.h"
 
 namespace pocket::kernels {

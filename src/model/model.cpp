@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "kernels/kernels.h"
-#include "runtime/thread_pool.h"
+#include "util/thread_pool.h"
 #include "util/error.h"
 
 namespace pocket {

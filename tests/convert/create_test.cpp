@@ -11,7 +11,7 @@
 #include "kernels/kernels.h"
 #include "model/synthetic.h"
 #include "runtime/loader.h"
-#include "runtime/thread_pool.h"
+#include "util/thread_pool.h"
 #include "util/error.h"
 
 namespace pocket {

@@ -11,7 +11,7 @@
 #include "common/test_util.h"
 #include "convert/quantize_model.h"
 #include "runtime/loader.h"
-#include "runtime/thread_pool.h"
+#include "util/thread_pool.h"
 #include "util/error.h"
 
 namespace pocket {

@@ -19,7 +19,7 @@
 #include "kernels/isa.h"
 #include "kernels/kernels.h"
 #include "kernels/table.h"
-#include "runtime/thread_pool.h"
+#include "util/thread_pool.h"
 
 namespace pocket::test {
 namespace {

@@ -10,7 +10,7 @@
 #include "kernels/kernels.h"
 #include "kernels/table.h"
 #include "kernels/weight_builders.h"
-#include "runtime/thread_pool.h"
+#include "util/thread_pool.h"
 #include "util/error.h"
 
 namespace pocket::kernels {

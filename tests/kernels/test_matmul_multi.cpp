@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/table.h"
-#include "runtime/thread_pool.h"
+#include "util/thread_pool.h"
 #include "weight_builders.h"
 
 namespace pocket::kernels {

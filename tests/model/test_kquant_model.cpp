@@ -14,7 +14,7 @@
 #include "model/model.h"
 #include "model/reference_model.h"
 #include "model/synthetic.h"
-#include "runtime/thread_pool.h"
+#include "util/thread_pool.h"
 #include "tokenizer/llama2c_vocab.h"
 
 namespace pocket {
