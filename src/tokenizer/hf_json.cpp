@@ -124,6 +124,7 @@ class Doc {
     std::string s, b;
     c.elements([&](size_t i) {
       auto field = [&] { return "model.merges[" + std::to_string(i) + "]"; };
+      auto not_a_pair = [&] { error(field(), "neither \"a b\" nor [a, b]"); };
       const char p = c.peek();
       if (p == '"') {
         c.read_string(s);
@@ -134,13 +135,11 @@ class Doc {
         return;
       }
       // [a, b]
-      if (p != '[') error(field(), "neither \"a b\" nor [a, b]");
-      c.expect('[');
-      if (c.peek() != '"') error(field(), "neither \"a b\" nor [a, b]");
+      if (!c.consume('[') || c.peek() != '"') not_a_pair();
       c.read_string(s);
-      if (!c.consume(',') || c.peek() != '"') error(field(), "neither \"a b\" nor [a, b]");
+      if (!c.consume(',') || c.peek() != '"') not_a_pair();
       c.read_string(b);
-      if (!c.consume(']')) error(field(), "neither \"a b\" nor [a, b]");
+      if (!c.consume(']')) not_a_pair();
       out.emplace_back(s, b);
     });
   }
@@ -310,23 +309,22 @@ Vocab vocab_from_hf_json_text(std::string_view tokenizer_json, const std::string
   const size_t n_added = added != root.end() && added->is_array() ? added->size() : 0;
   // Ids must be dense-ish: bound them by the entry count before allocating.
   const size_t max_entries = big.vocab.size() + n_added;
-  auto check_id = [&](int64_t id, const std::string& field) {
+  // The field name is built only for the error (151K vocab entries pass).
+  auto check_id = [&](int64_t id, const auto& field) {
     if (id < 0 || static_cast<uint64_t>(id) >= 2 * max_entries + 1024)
-      d.error(field, "id " + std::to_string(id) + " is out of range for " + std::to_string(max_entries) + " entries");
+      d.error(field(), "id " + std::to_string(id) + " is out of range for " + std::to_string(max_entries) + " entries");
     return static_cast<size_t>(id);
   };
   size_t n = 0;
-  for (const auto& [piece, id] : big.vocab) {
-    if (id < 0 || static_cast<uint64_t>(id) >= 2 * max_entries + 1024) check_id(id, "model.vocab[\"" + piece + "\"]");
-    n = std::max(n, static_cast<size_t>(id) + 1);
-  }
+  for (const auto& e : big.vocab)
+    n = std::max(n, check_id(e.second, [&] { return "model.vocab[\"" + e.first + "\"]"; }) + 1);
   if (n_added)
     for (size_t i = 0; i < n_added; ++i) {
       const json& a = (*added)[i];
       const std::string f = "added_tokens[" + std::to_string(i) + "]";
       if (!a.is_object() || !a.contains("id")) d.error(f, "not an object with an id");
       if (!a["id"].is_number_integer()) d.error(f + ".id", "id is not an integer");
-      n = std::max(n, check_id(a["id"].get<int64_t>(), f + ".id") + 1);
+      n = std::max(n, check_id(a["id"].get<int64_t>(), [&] { return f + ".id"; }) + 1);
     }
   v.tokens.assign(n, std::string());
   v.types.assign(n, TokenType::Unused);

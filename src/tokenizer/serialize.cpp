@@ -115,7 +115,7 @@ std::shared_ptr<const Tokenizer> Tokenizer::deserialize(const uint8_t* data, siz
   v.merges.reserve(n_merges);
   for (uint32_t i = 0; i < n_merges; ++i) {
     std::memcpy(merge_ids[i].data(), merges + 12ull * i, 12);
-    for (int32_t id : merge_ids[i])
+    for (int32_t id : merge_ids[i])  // needed here to read the pieces; create() checks the rest
       if (id < 0 || static_cast<uint32_t>(id) >= n) fail(kSource, ": merge ", i, " refers to token ", id);
     v.merges.emplace_back(v.tokens[merge_ids[i][0]], v.tokens[merge_ids[i][1]]);
   }

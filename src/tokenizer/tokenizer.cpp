@@ -242,8 +242,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, const EncodeOption
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
   if (opt.add_bos && m.vocab.bos_id >= 0) out.push_back(m.vocab.bos_id);
-  // Added tokens are split out first: user-defined ones always (Hugging Face
-  // and llama.cpp treat them as text), control tokens only when allowed.
+  // Added tokens are split out first: user-defined ones always (as Hugging
+  // Face and llama.cpp match them), control tokens only when allowed.
   if (!(opt.allow_special ? m.has_specials : m.has_user_defined)) {
     m.encode_segment(text, true, out);
     return out;

@@ -31,8 +31,9 @@ struct Tokenizer::Impl {
   bool has_user_defined = false;
 
   // Builds everything above from `vocab`; throws pocket::Error if it is
-  // invalid. `given_merges` (left, right, merged ids per merge, from the
-  // binary form) spares the string lookups; it is verified, not trusted.
+  // invalid. vocab.merge_ids (left, right, merged ids per merge, from the
+  // binary form or tokenizer.json's validation) spares the string lookups;
+  // they are verified, not trusted.
   void build();
   std::vector<std::array<int32_t, 3>> merge_ids;  // byte-level: (left, right, merged) per rank
 
