@@ -8,8 +8,10 @@
 // does; then every family (Qwen3, ChatML, Llama 3, raw) renders the messages
 // (whole conversation, single turns, generation prompt, end of reply) and
 // encode_pieces() encodes them with the Qwen3 tokenizer as `pocket chat`
-// does. Checked: message text never yields an added/control token, i.e. the
-// encoding holds exactly one such token per special piece.
+// does. Checked: message text never yields a control token, i.e. the
+// encoding holds exactly one control token per special piece that names one.
+// (Text may yield user-defined added tokens such as <think>: Hugging Face's
+// tokenizer matches those in plain text too, and so does Pocket.)
 #include "fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -49,14 +51,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       pieces_text(pieces);
       guarded([&] {
         const std::vector<int32_t> ids = encode_pieces(qwen, pieces);
+        auto is_control = [&](int32_t id) { return qwen.vocab().types[static_cast<size_t>(id)] == TokenType::Control; };
         size_t specials = 0, controls = 0;
-        for (const ChatPiece& p : pieces) specials += p.special;
-        for (int32_t id : ids) {
-          const TokenType t = qwen.vocab().types[static_cast<size_t>(id)];
-          controls += t == TokenType::Control || t == TokenType::UserDefined;
-        }
+        for (const ChatPiece& p : pieces) specials += p.special && is_control(*qwen.token_id(p.text));
+        for (int32_t id : ids) controls += is_control(id);
         if (controls != specials)
-          finding(cat(chat_format_name(f), ": ", controls, " added/control tokens for ", specials, " special pieces"));
+          finding(cat(chat_format_name(f), ": ", controls, " control tokens for ", specials, " special pieces"));
       });
     }
   }

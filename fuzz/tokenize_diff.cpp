@@ -8,7 +8,10 @@
 //     written from the definition: nfc_full(), pretokenize(), then for each
 //     piece repeatedly merge the adjacent pair of lowest merge rank
 //     (leftmost first) on the vocab's piece strings, as
-//     tests/tokenizer/bpe_paths_test.cpp does;
+//     tests/tokenizer/bpe_paths_test.cpp does; user-defined (non-special)
+//     added tokens such as Qwen3's <think> are split out of the raw text
+//     first, leftmost occurrence and the longest at one position, as the
+//     Hugging Face library does, and each becomes its own id;
 //  2. for every piece of 2..64 bytes, the linear-scan loop against the heap
 //     loop directly (Tokenizer::Impl, built from the same vocab);
 //  3. unicode::nfc (normalizes only the chunks that can change) against
@@ -29,6 +32,22 @@ struct Reference {
   const Tokenizer& tok;
   std::unordered_map<std::string, int> ranks;  // "left\xffright" -> rank (first wins); \xff never occurs in UTF-8
   Tokenizer::Impl impl;                        // a second build, to call the merge loops directly
+  std::vector<std::pair<std::string, int32_t>> user_defined;  // added tokens plain text matches
+
+  // The next user-defined token at or after `from`: its position and index
+  // into user_defined, or npos when none occurs.
+  std::pair<size_t, size_t> next_user_defined(std::string_view text, size_t from) const {
+    size_t best_pos = std::string_view::npos, best = 0;
+    for (size_t i = 0; i < user_defined.size(); ++i) {
+      const size_t pos = text.find(user_defined[i].first, from);
+      if (pos == std::string_view::npos) continue;
+      if (pos < best_pos || (pos == best_pos && user_defined[i].first.size() > user_defined[best].first.size())) {
+        best_pos = pos;
+        best = i;
+      }
+    }
+    return {best_pos, best};
+  }
 
   explicit Reference(const Tokenizer& t) : tok(t) {
     const auto& merges = t.vocab().merges;
@@ -37,6 +56,10 @@ struct Reference {
       ranks.emplace(merges[r].first + '\xff' + merges[r].second, static_cast<int>(r));
     impl.vocab = t.vocab();
     impl.build();
+    const Vocab& v = t.vocab();
+    for (size_t id = 0; id < v.tokens.size(); ++id)
+      if (v.types[id] == TokenType::UserDefined && !v.tokens[id].empty())
+        user_defined.emplace_back(v.tokens[id], static_cast<int32_t>(id));
   }
 
   void naive_bpe(std::string_view word, std::vector<int32_t>& out) const {
@@ -89,27 +112,43 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const std::vector<int32_t> fast = tok.encode(text);  // no special-token matching, no BOS
 
-  const std::string normalized = v.nfc ? full_nfc : std::string(text);
-  std::vector<uint32_t> ends;
-  pretokenize(v.pre, normalized, ends);
   std::vector<int32_t> slow;
+  size_t ends_total = 0;
   Tokenizer::Impl::BpeScratch scratch;
-  uint32_t begin = 0;
-  for (uint32_t end : ends) {
-    const std::string_view word = std::string_view(normalized).substr(begin, end - begin);
-    begin = end;
-    ref.naive_bpe(word, slow);
-    if (word.size() >= 2 && word.size() <= Tokenizer::Impl::kShortWord) {
-      std::vector<int32_t> linear, heap;
-      ref.impl.bpe_byte_level(word, scratch, linear);
-      ref.impl.bpe_byte_level_heap(word, heap);
-      if (linear != heap)
-        finding(cat("linear merge loop [", ids_string(linear), "] != heap merge loop [", ids_string(heap),
-                    "] for a piece of ", word.size(), " bytes"));
+  // The text between user-defined tokens: normalized, pre-tokenized, and
+  // each piece merged by the naive loop (and checked linear against heap).
+  auto encode_segment = [&](std::string_view segment) {
+    const std::string normalized = v.nfc ? unicode::nfc_full(segment) : std::string(segment);
+    std::vector<uint32_t> ends;
+    pretokenize(v.pre, normalized, ends);
+    ends_total += ends.size();
+    uint32_t begin = 0;
+    for (uint32_t end : ends) {
+      const std::string_view word = std::string_view(normalized).substr(begin, end - begin);
+      begin = end;
+      ref.naive_bpe(word, slow);
+      if (word.size() >= 2 && word.size() <= Tokenizer::Impl::kShortWord) {
+        std::vector<int32_t> linear, heap;
+        ref.impl.bpe_byte_level(word, scratch, linear);
+        ref.impl.bpe_byte_level_heap(word, heap);
+        if (linear != heap)
+          finding(cat("linear merge loop [", ids_string(linear), "] != heap merge loop [", ids_string(heap),
+                      "] for a piece of ", word.size(), " bytes"));
+      }
     }
+  };
+  for (size_t at = 0; at < text.size();) {
+    const auto [pos, which] = ref.next_user_defined(text, at);
+    if (pos == std::string_view::npos) {
+      encode_segment(text.substr(at));
+      break;
+    }
+    if (pos > at) encode_segment(text.substr(at, pos - at));
+    slow.push_back(ref.user_defined[which].second);
+    at = pos + ref.user_defined[which].first.size();
   }
   if (fast != slow)
-    finding(cat("encode() [", ids_string(fast), "] != reference BPE [", ids_string(slow), "] (", ends.size(),
+    finding(cat("encode() [", ids_string(fast), "] != reference BPE [", ids_string(slow), "] (", ends_total,
                 " pieces)"));
   return 0;
 }
