@@ -81,5 +81,74 @@ struct NeonDot : NeonFloat {
   }
 };
 
+// 32-element block traits for the GGUF kernels (gguf_kernels.h): a block is
+// two 16-byte registers. ArmMullBlocks is baseline NEON (widening
+// multiplies, pairwise adds), ArmDotBlocks uses sdot and compiles only where
+// +dotprod is on (as NeonDot above); their int32 lanes hold the same sums.
+struct ArmBlocksBase {
+  struct W {
+    int8x16_t a, b;  // elements 0-15, 16-31
+  };
+  using D = int32x4_t;
+  using A = float32x4_t;
+  static constexpr int kS8Bias = 0;  // the dots are signed x signed
+
+  static float half(const uint8_t* p) {
+    const uint16_t bits = static_cast<uint16_t>(p[0] | p[1] << 8);
+    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(bits))), 0);
+  }
+  static W load32(const uint8_t* p) { return {vld1q_s8(reinterpret_cast<const int8_t*>(p)), vld1q_s8(reinterpret_cast<const int8_t*>(p + 16))}; }
+  static W nibbles16(const uint8_t* p) {
+    const uint8x16_t q = vld1q_u8(p);
+    return {vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0f))), vreinterpretq_s8_u8(vshrq_n_u8(q, 4))};
+  }
+  template <class F>
+  static W each(W w, F f) {
+    return {vreinterpretq_s8_u8(f(vreinterpretq_u8_s8(w.a))), vreinterpretq_s8_u8(f(vreinterpretq_u8_s8(w.b)))};
+  }
+  static W low4(W w) { return each(w, [](uint8x16_t v) { return vandq_u8(v, vdupq_n_u8(0x0f)); }); }
+  static W high4(W w) { return each(w, [](uint8x16_t v) { return vshrq_n_u8(v, 4); }); }
+  template <int S>
+  static uint8x16_t move_to_4(uint8x16_t v) {
+    if constexpr (S > 4) return vshrq_n_u8(v, S - 4);
+    if constexpr (S < 4) return vshlq_n_u8(v, 4 - S);
+    return v;
+  }
+  template <int S>
+  static W bit_to_16(W qh) { return each(qh, [](uint8x16_t v) { return vandq_u8(move_to_4<S>(v), vdupq_n_u8(0x10)); }); }
+  template <int S>
+  static W pair_to_48(W qh) { return each(qh, [](uint8x16_t v) { return vandq_u8(move_to_4<S>(v), vdupq_n_u8(0x30)); }); }
+  static W or_(W x, W y) { return {vorrq_s8(x.a, y.a), vorrq_s8(x.b, y.b)}; }
+  static W minus32(W w) { return {vsubq_s8(w.a, vdupq_n_s8(32)), vsubq_s8(w.b, vdupq_n_s8(32))}; }
+  static A zero() { return vdupq_n_f32(0); }
+  static A fma(D d, float s, A acc) { return vfmaq_n_f32(acc, vcvtq_f32_s32(d), s); }
+  static float hsum(A v) { return vaddvq_f32(v); }
+};
+
+struct ArmMullBlocks : ArmBlocksBase {
+  // The dot of 16 bytes with sdot's lanes (lane i: bytes 4i..4i+3), so the
+  // two ARM levels produce the same integers lane by lane and therefore
+  // bit-identical floats: widening products (<= 128 * 127 in int16), then
+  // two pairwise widening adds.
+  static D dot16(int8x16_t w, const int8_t* q) {
+    const int8x16_t x = vld1q_s8(q);
+    return vpaddq_s32(vpaddlq_s16(vmull_s8(vget_low_s8(w), vget_low_s8(x))), vpaddlq_s16(vmull_high_s8(w, x)));
+  }
+  static D dot_u(W w, const int8_t* q) { return vaddq_s32(dot16(w.a, q), dot16(w.b, q + 16)); }
+  static D dot_s8(W w, const int8_t* q) { return dot_u(w, q); }
+  static D dot_s16(W w, const int8_t* q, int lo, int hi) {
+    return vmlaq_n_s32(vmulq_n_s32(dot16(w.a, q), lo), dot16(w.b, q + 16), hi);
+  }
+};
+
+struct ArmDotBlocks : ArmBlocksBase {
+  static D dot16(int8x16_t w, const int8_t* q) { return vdotq_s32(vdupq_n_s32(0), w, vld1q_s8(q)); }
+  static D dot_u(W w, const int8_t* q) { return vdotq_s32(dot16(w.a, q), w.b, vld1q_s8(q + 16)); }
+  static D dot_s8(W w, const int8_t* q) { return dot_u(w, q); }
+  static D dot_s16(W w, const int8_t* q, int lo, int hi) {
+    return vmlaq_n_s32(vmulq_n_s32(dot16(w.a, q), lo), dot16(w.b, q + 16), hi);
+  }
+};
+
 }  // namespace
 }  // namespace pocket::kernels

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "kernels/dequant.h"
+#include "kernels/gguf_layout.h"
 #include "util/half.h"
 
 namespace pocket::kernels {
@@ -117,20 +118,6 @@ void block_q3_k(const uint8_t* b, float* y) {
         }
       }
     }
-  }
-}
-
-// Q4_K/Q5_K: eight 6-bit (scale, min) pairs in 12 bytes. Pairs 0-3 are the
-// low 6 bits of bytes 0-3 (scales) and 4-7 (mins); pairs 4-7 take their low
-// 4 bits from the nibbles of bytes 8-11 and their top 2 bits from the spare
-// top bits of bytes 0-3 (scales) and 4-7 (mins).
-void scale_min_k4(const uint8_t* s, int j, int& sc, int& m) {
-  if (j < 4) {
-    sc = s[j] & 63;
-    m = s[j + 4] & 63;
-  } else {
-    sc = (s[j + 4] & 0x0f) | (s[j - 4] >> 6) << 4;
-    m = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
   }
 }
 

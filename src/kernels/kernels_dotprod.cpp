@@ -1,6 +1,8 @@
-// AArch64 dotprod level: PQ4/PQ8 matmul with sdot on 16-row tiles. Q4_0/Q8_0
-// and float weights use the scalar reference at this level (not yet ported).
+// AArch64 dotprod level: PQ4/PQ8 matmul with sdot on 16-row tiles, the GGUF
+// block types (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K) with sdot per block. Float
+// weights use the scalar reference at this level (not yet ported).
 #include "kernels/arm_vec.h"
+#include "kernels/gguf_kernels.h"
 #include "kernels/table.h"
 #include "kernels/tiled_kernels.h"
 
@@ -9,6 +11,7 @@ namespace pocket::kernels {
 void install_dotprod(KernelTable& t) {
   t.matmul[static_cast<int>(DType::PQ4)] = {matmul_pq<NeonDot, true>, true, pq::kTileRows};
   t.matmul[static_cast<int>(DType::PQ8)] = {matmul_pq<NeonDot, false>, true, pq::kTileRows};
+  install_gguf_matmul<ArmDotBlocks>(t);
 }
 
 }  // namespace pocket::kernels

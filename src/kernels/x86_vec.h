@@ -128,5 +128,58 @@ struct Avx2 {
   }
 };
 
+// 32-element block traits for the GGUF kernels (gguf_kernels.h), one ymm
+// per block on both levels; V supplies the unsigned and signed 8-bit dots
+// (vpdpbusd on AVX-512 VNNI, maddubs on AVX2).
+template <class V>
+struct X86Blocks {
+  using W = __m256i;
+  using D = __m256i;
+  using A = __m256;
+  static constexpr int kS8Bias = V::kS8Bias;
+
+  static __m256i bytes(int v) { return _mm256_set1_epi8(static_cast<char>(v)); }
+  static float half(const uint8_t* p) { return half_to_float(p); }
+  static W load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static W nibbles16(const uint8_t* p) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), m = _mm_set1_epi8(0x0f);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
+  }
+  static W low4(W v) { return _mm256_and_si256(v, bytes(0x0f)); }
+  static W high4(W v) { return _mm256_and_si256(_mm256_srli_epi16(v, 4), bytes(0x0f)); }
+  // Bits S.. moved to bit 4 by a 16-bit shift; the mask keeps only bits
+  // that came from the same byte.
+  template <int S>
+  static W move_to_4(W v) {
+    if constexpr (S > 4) return _mm256_srli_epi16(v, S - 4);
+    if constexpr (S < 4) return _mm256_slli_epi16(v, 4 - S);
+    return v;
+  }
+  template <int S>
+  static W bit_to_16(W qh) { return _mm256_and_si256(move_to_4<S>(qh), bytes(0x10)); }
+  template <int S>
+  static W pair_to_48(W qh) { return _mm256_and_si256(move_to_4<S>(qh), bytes(0x30)); }
+  static W or_(W a, W b) { return _mm256_or_si256(a, b); }
+  static W minus32(W v) { return _mm256_sub_epi8(v, bytes(32)); }
+  static __m256i x32(const int8_t* q) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)); }
+  static D dot_u(W w, const int8_t* q) { return V::dot8_u8s8(w, x32(q)); }
+  static D dot_s8(W w, const int8_t* q) { return V::dot8_s8s8(w, x32(q)); }
+  // Signs onto the activations, |code| <= 32: pair sums <= 2 * 32 * 127 in
+  // int16, then one multiply-add with each half's scale into int32.
+  static D dot_s16(W w, const int8_t* q, int lo, int hi) {
+    const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x32(q), w));
+    return _mm256_madd_epi16(p, _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(hi)),
+                                                 _mm_set1_epi16(static_cast<int16_t>(lo))));
+  }
+  static A zero() { return _mm256_setzero_ps(); }
+  static A fma(D d, float s, A acc) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(s), acc); }
+  static float hsum(A v) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+  }
+};
+
 }  // namespace
 }  // namespace pocket::kernels

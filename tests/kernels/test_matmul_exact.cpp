@@ -257,11 +257,12 @@ TEST(MatmulExact, ReferenceAgreesWithEncodedValues) {
   }
 }
 
-// Every level's int8 kernels are covered here: no level may have an int8
-// kernel for a type this file has no reference for, and each x86 level
-// above scalar has all four.
+// Every level's int8 kernels are covered: no level may have an int8 kernel
+// for a type that neither this file nor test_matmul_kquant.cpp (the
+// K-quants) has a reference for, and every SIMD level has all seven.
 TEST(MatmulExact, CoversEveryInt8Kernel) {
-  const std::set<DType> covered(std::begin(kInt8Types), std::end(kInt8Types));
+  std::set<DType> covered(std::begin(kInt8Types), std::end(kInt8Types));
+  covered.insert({DType::Q4_K, DType::Q5_K, DType::Q6_K});
   for (Isa isa : supported_isas()) {
     const KernelTable& table = kernel_table(isa);
     int count = 0;
@@ -270,13 +271,9 @@ TEST(MatmulExact, CoversEveryInt8Kernel) {
       ++count;
       EXPECT_TRUE(covered.count(static_cast<DType>(i)))
           << isa_name(isa) << " has an int8 kernel for " << dtype_name(static_cast<DType>(i))
-          << ", which test_matmul_exact.cpp has no reference for";
+          << ", which no exact test has a reference for";
     }
-    if (isa == Isa::Avx2 || isa == Isa::Avx512) {
-      EXPECT_EQ(count, 4) << isa_name(isa);
-    } else if (isa != Isa::Scalar) {
-      EXPECT_EQ(count, 2) << isa_name(isa);  // the ARM levels: PQ4 and PQ8
-    }
+    EXPECT_EQ(count, isa == Isa::Scalar ? 0 : 7) << isa_name(isa);
   }
 }
 

@@ -104,15 +104,18 @@ struct Case {
   DType type;
   bool mix;
   double min_cosine;  // of the logits with the unquantized model's
+  double tol = 2e-3;  // against the reference on the same file, relative to the logit scale
 };
 
 class KQuantModel : public ::testing::TestWithParam<Case> {};
 
 // Tolerance against the reference on the same file: both dequantize the same
-// weights with the same code (these types have no SIMD kernel, so the fast
-// path's matmul is the scalar one); what differs is the fp16 KV cache and
+// weights with the same code. For types without a SIMD kernel the fast
+// path's matmul is the scalar one and what differs is the fp16 KV cache and
 // float vs double accumulation elsewhere, as for F32 weights in
-// test_forward.cpp (2e-3).
+// test_forward.cpp (2e-3). Q4_K, Q5_K and Q6_K (and the mixed file, mostly
+// those) have int8 kernels (gguf_kernels.h) that quantize the activations
+// to int8 blocks first: 6e-2 as for Q4_0 / Q8_0 in test_forward.cpp.
 TEST_P(KQuantModel, FastForwardMatchesTheReferenceOnTheSameFile) {
   const Case& c = GetParam();
   auto files = write_kquant_gguf(c.type, c.mix);
@@ -133,7 +136,7 @@ TEST_P(KQuantModel, FastForwardMatchesTheReferenceOnTheSameFile) {
     std::vector<float> logits(V);
     for (int i = 0; i < n; ++i) {
       model.forward(std::span(&tokens[i], 1), ctx, pool, logits.data());
-      ASSERT_LT(rel_err(logits.data(), &want[static_cast<size_t>(i) * V], V), 2e-3) << "decode token " << i;
+      ASSERT_LT(rel_err(logits.data(), &want[static_cast<size_t>(i) * V], V), c.tol) << "decode token " << i;
     }
   }
   {  // prefill with all logits
@@ -141,7 +144,7 @@ TEST_P(KQuantModel, FastForwardMatchesTheReferenceOnTheSameFile) {
     std::vector<float> logits(static_cast<size_t>(n) * V);
     model.forward(tokens, ctx, pool, logits.data(), /*all_logits=*/true);
     for (int i = 0; i < n; ++i)
-      ASSERT_LT(rel_err(&logits[static_cast<size_t>(i) * V], &want[static_cast<size_t>(i) * V], V), 2e-3)
+      ASSERT_LT(rel_err(&logits[static_cast<size_t>(i) * V], &want[static_cast<size_t>(i) * V], V), c.tol)
           << "prefill row " << i;
   }
   // The quantized weights still describe the same model: a decoder that
@@ -188,9 +191,9 @@ INSTANTIATE_TEST_SUITE_P(
     Types, KQuantModel,
     // Measured: mixed 0.952, Q2_K 0.399, Q3_K 0.726, Q4_K 0.936, Q5_K 0.986, Q6_K 0.9965,
     // Q8_K 0.9997, Q4_1 0.944, Q5_0 0.981, Q5_1 0.986.
-    ::testing::Values(Case{"Mixed", DType::Q4_K, true, 0.9}, Case{"Q2_K", DType::Q2_K, false, 0.2},
-                      Case{"Q3_K", DType::Q3_K, false, 0.45}, Case{"Q4_K", DType::Q4_K, false, 0.87},
-                      Case{"Q5_K", DType::Q5_K, false, 0.97}, Case{"Q6_K", DType::Q6_K, false, 0.993},
+    ::testing::Values(Case{"Mixed", DType::Q4_K, true, 0.9, 6e-2}, Case{"Q2_K", DType::Q2_K, false, 0.2},
+                      Case{"Q3_K", DType::Q3_K, false, 0.45}, Case{"Q4_K", DType::Q4_K, false, 0.87, 6e-2},
+                      Case{"Q5_K", DType::Q5_K, false, 0.97, 6e-2}, Case{"Q6_K", DType::Q6_K, false, 0.993, 6e-2},
                       Case{"Q8_K", DType::Q8_K, false, 0.9994}, Case{"Q4_1", DType::Q4_1, false, 0.89},
                       Case{"Q5_0", DType::Q5_0, false, 0.96}, Case{"Q5_1", DType::Q5_1, false, 0.97}),
     [](const auto& info) { return std::string(info.param.name); });

@@ -1,0 +1,167 @@
+// Matmul kernels for llama.cpp's row-major GGUF block types, used in place:
+// Q4_0 and Q8_0 (blocks of 32) and the K-quants Q4_K, Q5_K, Q6_K
+// (super-blocks of 256), written once against 32-element block traits
+// (X86Blocks in x86_vec.h, ArmMullBlocks / ArmDotBlocks in arm_vec.h) and
+// instantiated by every SIMD level. Unnamed namespace: see x86_vec.h.
+//
+// Activations arrive as int8 blocks of 32 (act_quant.h), one scale dx[b]
+// and one dequantized sum S[b] = dx[b] * sum(q) per block. Every format's
+// sub-blocks are 32 or 16 elements inside one such block, so per weight
+// block b and token:
+//   value = s * code + o  (s, o per sub-block: Q4_0 d, -8d; Q4_K/Q5_K d*sc, -dmin*m)
+//   y += (s * dx[b]) * dot(code, q)  +  o * S[b]
+// with the integer dot computed by the traits and the offsets summed apart
+// in a scalar. Q6_K (16-element sub-blocks, codes -32..31, int8 scales)
+// multiplies each half's integer dot by its scale inside the integer dot.
+// The weight codes of a block are unpacked once and used by every token of
+// the tile (tiled_kernels.h: for_token_tiles).
+//
+// Block traits interface (W: 32 int8 codes, D: int32 partial sums of one
+// block, A: float partial sums):
+//   kS8Bias                 dot_s8 computes sum((code + kS8Bias) * q)
+//   half(p)                 the fp16 at p
+//   load32(p), nibbles16(p) 32 bytes; Q4_0's 16 bytes as 32 nibble codes
+//   low4(w), high4(w)       the nibbles of each byte
+//   bit_to_16<S>(qh)        ((qh >> S) & 1) << 4 per byte
+//   pair_to_48<S>(qh)       ((qh >> S) & 3) << 4 per byte
+//   or_(a, b), minus32(w)
+//   dot_u(w, q)             codes 0..31
+//   dot_s8(w, q)            codes -128..127 (plus kS8Bias * sum(q))
+//   dot_s16(w, q, lo, hi)   codes -32..31; the first 16 products times lo, the last 16 times hi
+//   zero(), fma(d, s, acc)  acc + s * float(d)
+//   hsum(acc)
+#pragma once
+#include <utility>
+
+#include "kernels/gguf_layout.h"
+#include "kernels/table.h"
+#include "kernels/tiled_kernels.h"
+
+namespace pocket::kernels {
+namespace {
+
+template <DType D>
+constexpr int kGgufElems = (D == DType::Q4_0 || D == DType::Q8_0) ? 32 : 256;
+template <DType D>
+constexpr int kGgufBytes = D == DType::Q4_0   ? 18
+                           : D == DType::Q8_0 ? 34
+                           : D == DType::Q4_K ? 144
+                           : D == DType::Q5_K ? 176
+                                              : 210;  // Q6_K
+
+// Calls f(std::integral_constant<int, I>) for I = 0..N-1, so shift counts
+// stay compile-time constants (NEON's immediate shifts need them).
+template <class F, int... I>
+inline void unroll_impl(F&& f, std::integer_sequence<int, I...>) {
+  (f(std::integral_constant<int, I>{}), ...);
+}
+template <int N, class F>
+inline void unroll(F&& f) {
+  unroll_impl(f, std::make_integer_sequence<int, N>{});
+}
+
+template <class B, DType Type, int T>
+void gguf_row(const MatmulJob& job, int64_t r, int t0) {
+  using W = typename B::W;
+  constexpr int kBlocks = kGgufElems<Type> / 32;  // activation blocks per weight block
+  const ActBlocks& a = *job.xq;
+  const int64_t nsb = job.cols / kGgufElems<Type>;
+  const uint8_t* row = job.w + r * nsb * kGgufBytes<Type>;
+  typename B::A acc[T];
+  float corr[T];  // sum of offset * S[b], subtracted at the end
+  for (int t = 0; t < T; ++t) acc[t] = B::zero(), corr[t] = 0.0f;
+  const int8_t* xq[T];
+  const float* dx[T];
+  const float* xs[T];
+  for (int t = 0; t < T; ++t) xq[t] = a.row(t0 + t), dx[t] = a.scales(t0 + t), xs[t] = a.sums(t0 + t);
+
+  // Activation block b against codes w with scale s (unsigned codes) and
+  // offset -m (m * S[b] goes to corr).
+  auto unsigned_block = [&](int64_t b, W w, float s, float m) {
+    for (int t = 0; t < T; ++t) {
+      acc[t] = B::fma(B::dot_u(w, xq[t] + b * 32), s * dx[t][b], acc[t]);
+      corr[t] += m * xs[t][b];
+    }
+  };
+
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    const uint8_t* blk = row + sb * kGgufBytes<Type>;
+    const int64_t b0 = sb * kBlocks;
+    if constexpr (Type == DType::Q4_0) {  // d, 16 bytes: element j low nibble, j + 16 high
+      const float d = B::half(blk);
+      unsigned_block(b0, B::nibbles16(blk + 2), d, 8.0f * d);
+    } else if constexpr (Type == DType::Q8_0) {  // d, 32 int8 codes
+      const float d = B::half(blk);
+      const W w = B::load32(blk + 2);
+      for (int t = 0; t < T; ++t) {
+        acc[t] = B::fma(B::dot_s8(w, xq[t] + b0 * 32), d * dx[t][b0], acc[t]);
+        corr[t] += static_cast<float>(B::kS8Bias) * d * xs[t][b0];
+      }
+    } else if constexpr (Type == DType::Q4_K || Type == DType::Q5_K) {
+      // d, dmin, scales[12], (Q5_K: qh[32]), qs[128]: bytes 32p..32p+31 of
+      // qs hold sub-block 2p in the low nibbles and 2p + 1 in the high ones;
+      // bit j of qh[l] is the fifth bit of element l of sub-block j.
+      constexpr bool kFive = Type == DType::Q5_K;
+      const float d = B::half(blk), dmin = B::half(blk + 2);
+      float s[8], m[8];
+      for (int j = 0; j < 8; ++j) {
+        int sc, mn;
+        scale_min_k4(blk + 4, j, sc, mn);
+        s[j] = d * static_cast<float>(sc);
+        m[j] = dmin * static_cast<float>(mn);
+      }
+      const uint8_t* qs = blk + (kFive ? 48 : 16);
+      W qh{};
+      if constexpr (kFive) qh = B::load32(blk + 16);
+      unroll<4>([&](auto p) {
+        const W q = B::load32(qs + 32 * p);
+        W lo = B::low4(q), hi = B::high4(q);
+        if constexpr (kFive) {
+          lo = B::or_(lo, B::template bit_to_16<2 * p>(qh));
+          hi = B::or_(hi, B::template bit_to_16<2 * p + 1>(qh));
+        }
+        unsigned_block(b0 + 2 * p, lo, s[2 * p], m[2 * p]);
+        unsigned_block(b0 + 2 * p + 1, hi, s[2 * p + 1], m[2 * p + 1]);
+      });
+    } else {  // Q6_K
+      // ql[128], qh[64], scales[16] (int8), d. In each half of 128
+      // elements, activation block k (0..3) takes the low (k < 2) or high
+      // nibbles of ql[32 (k % 2) ..] and bit pair k of qh[..]; codes are
+      // biased by 32 and sub-blocks of 16 have their own scale.
+      const float d = B::half(blk + 208);
+      const auto* sc = reinterpret_cast<const int8_t*>(blk + 192);
+      unroll<2>([&](auto h) {
+        const W ql0 = B::load32(blk + 64 * h), ql1 = B::load32(blk + 64 * h + 32);
+        const W qh = B::load32(blk + 128 + 32 * h);
+        unroll<4>([&](auto k) {
+          const W nib = k < 2 ? B::low4(k % 2 ? ql1 : ql0) : B::high4(k % 2 ? ql1 : ql0);
+          const W w = B::minus32(B::or_(nib, B::template pair_to_48<2 * k>(qh)));
+          const int64_t b = b0 + 4 * h + k;
+          const int lo = sc[8 * h + 2 * k], hi = sc[8 * h + 2 * k + 1];
+          for (int t = 0; t < T; ++t) acc[t] = B::fma(B::dot_s16(w, xq[t] + b * 32, lo, hi), d * dx[t][b], acc[t]);
+        });
+      });
+    }
+  }
+  for (int t = 0; t < T; ++t) job.y[static_cast<int64_t>(t0 + t) * job.rows + r] = B::hsum(acc[t]) - corr[t];
+}
+
+template <class B, DType Type>
+void matmul_gguf(const MatmulJob& job, int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r)
+    for_token_tiles(job.n, [&]<int T>(int t0) { gguf_row<B, Type, T>(job, r, t0); });
+}
+
+// Installs the GGUF block kernels of one level.
+template <class B>
+void install_gguf_matmul(KernelTable& t) {
+  auto set = [&](DType d, MatmulFn fn) { t.matmul[static_cast<int>(d)] = {fn, true, 1}; };
+  set(DType::Q4_0, matmul_gguf<B, DType::Q4_0>);
+  set(DType::Q8_0, matmul_gguf<B, DType::Q8_0>);
+  set(DType::Q4_K, matmul_gguf<B, DType::Q4_K>);
+  set(DType::Q5_K, matmul_gguf<B, DType::Q5_K>);
+  set(DType::Q6_K, matmul_gguf<B, DType::Q6_K>);
+}
+
+}  // namespace
+}  // namespace pocket::kernels
