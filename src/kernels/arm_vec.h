@@ -14,6 +14,11 @@
 namespace pocket::kernels {
 namespace {
 
+inline float half_to_float(const uint8_t* p) {
+  const uint16_t bits = static_cast<uint16_t>(p[0] | p[1] << 8);
+  return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(bits))), 0);
+}
+
 // The float half of the traits: baseline NEON only.
 struct NeonFloat {
   struct F {
@@ -35,9 +40,22 @@ struct NeonFloat {
     for (int i = 0; i < 4; ++i) r.v[i] = vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(h + 8 * i)));
     return r;
   }
+  static F load_bf16(const void* p) {  // bf16 is the top half of an f32
+    F r;
+    const auto* h = static_cast<const uint16_t*>(p);
+    for (int i = 0; i < 4; ++i) r.v[i] = vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(h + 4 * i), 16));
+    return r;
+  }
+  static float half(const uint8_t* p) { return half_to_float(p); }
+  static F load_f32(const float* p) {
+    F r;
+    for (int i = 0; i < 4; ++i) r.v[i] = vld1q_f32(p + 4 * i);
+    return r;
+  }
   static void store(float* p, F a) {
     for (int i = 0; i < 4; ++i) vst1q_f32(p + 4 * i, a.v[i]);
   }
+  static float hsum(F a) { return vaddvq_f32(vaddq_f32(vaddq_f32(a.v[0], a.v[1]), vaddq_f32(a.v[2], a.v[3]))); }
 };
 
 struct NeonDot : NeonFloat {
@@ -93,10 +111,7 @@ struct ArmBlocksBase {
   using A = float32x4_t;
   static constexpr int kS8Bias = 0;  // the dots are signed x signed
 
-  static float half(const uint8_t* p) {
-    const uint16_t bits = static_cast<uint16_t>(p[0] | p[1] << 8);
-    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(bits))), 0);
-  }
+  static float half(const uint8_t* p) { return half_to_float(p); }
   static W load32(const uint8_t* p) { return {vld1q_s8(reinterpret_cast<const int8_t*>(p)), vld1q_s8(reinterpret_cast<const int8_t*>(p + 16))}; }
   static W nibbles16(const uint8_t* p) {
     const uint8x16_t q = vld1q_u8(p);
@@ -122,7 +137,24 @@ struct ArmBlocksBase {
   static W minus32(W w) { return {vsubq_s8(w.a, vdupq_n_s8(32)), vsubq_s8(w.b, vdupq_n_s8(32))}; }
   static A zero() { return vdupq_n_f32(0); }
   static A fma(D d, float s, A acc) { return vfmaq_n_f32(acc, vcvtq_f32_s32(d), s); }
+  static A add(A a, A b) { return vaddq_f32(a, b); }
   static float hsum(A v) { return vaddvq_f32(v); }
+
+  struct F8 {
+    float32x4_t lo, hi;
+  };
+  static F8 bytes_to_f8(uint64_t b, float s) {
+    const uint16x8_t v = vmovl_u8(vcreate_u8(b));
+    return {vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_low_u16(v))), s),
+            vmulq_n_f32(vcvtq_f32_u32(vmovl_high_u16(v)), s)};
+  }
+  static F8 set8(float v) { return {vdupq_n_f32(v), vdupq_n_f32(v)}; }
+  static F8 load8(const float* p) { return {vld1q_f32(p), vld1q_f32(p + 4)}; }
+  static void store8(float* p, F8 v) { vst1q_f32(p, v.lo), vst1q_f32(p + 4, v.hi); }
+  static F8 mul8(F8 a, F8 b) { return {vmulq_f32(a.lo, b.lo), vmulq_f32(a.hi, b.hi)}; }
+  static F8 fma8(F8 a, F8 b, F8 c) { return {vfmaq_f32(c.lo, a.lo, b.lo), vfmaq_f32(c.hi, a.hi, b.hi)}; }
+  static F8 zero8() { return {vdupq_n_f32(0), vdupq_n_f32(0)}; }
+  static float hsum8(F8 v) { return vaddvq_f32(vaddq_f32(v.lo, v.hi)); }
 };
 
 struct ArmMullBlocks : ArmBlocksBase {

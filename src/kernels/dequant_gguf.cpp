@@ -23,13 +23,8 @@ namespace {
 
 float half_at(const uint8_t* p) { return f16_to_f32(static_cast<uint16_t>(p[0] | p[1] << 8)); }
 
-uint32_t u32_at(const uint8_t* p) {
-  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
-         static_cast<uint32_t>(p[3]) << 24;
-}
-
 float f32_at(const uint8_t* p) {
-  uint32_t u = u32_at(p);
+  uint32_t u = gguf_u32(p);
   float f;
   std::memcpy(&f, &u, 4);
   return f;
@@ -57,13 +52,13 @@ int q5_code(const uint8_t* qs, uint32_t qh, int j) {
 
 void block_q5_0(const uint8_t* b, float* y) {  // d, qh[4], qs[16]
   const float d = half_at(b);
-  const uint32_t qh = u32_at(b + 2);
+  const uint32_t qh = gguf_u32(b + 2);
   for (int j = 0; j < 32; ++j) y[j] = d * static_cast<float>(q5_code(b + 6, qh, j) - 16);
 }
 
 void block_q5_1(const uint8_t* b, float* y) {  // d, m, qh[4], qs[16]
   const float d = half_at(b), m = half_at(b + 2);
-  const uint32_t qh = u32_at(b + 4);
+  const uint32_t qh = gguf_u32(b + 4);
   for (int j = 0; j < 32; ++j) y[j] = affine(d, q5_code(b + 8, qh, j), m);
 }
 
@@ -121,19 +116,20 @@ void block_q3_k(const uint8_t* b, float* y) {
   }
 }
 
-// Q4_K: d, dmin, scales[12], qs[128]. Each 64 elements use 32 bytes: low
-// nibbles are the first sub-block of 32, high nibbles the second.
+// Q4_K: d, dmin, scales[12] (gguf_layout.h), qs[128]. Each 64 elements use
+// 32 bytes: low nibbles are the first sub-block of 32, high nibbles the
+// second.
 // Q5_K adds qh[32] before qs: bit j of qh[l] is the fifth bit of element l
 // of sub-block j.
 template <bool kFive>
 void block_q45_k(const uint8_t* b, float* y) {
   const float d = half_at(b), dmin = half_at(b + 2);
-  const uint8_t* scales = b + 4;
+  uint64_t scales, mins;
+  kquant_scales_mins(b + 4, scales, mins);
   const uint8_t* qh = b + 16;
   const uint8_t* qs = b + (kFive ? 48 : 16);
   for (int j = 0; j < 8; ++j) {  // sub-blocks of 32
-    int sc, m;
-    scale_min_k4(scales, j, sc, m);
+    const int sc = static_cast<int>(scales >> (8 * j) & 0xff), m = static_cast<int>(mins >> (8 * j) & 0xff);
     const float dl = d * static_cast<float>(sc), ml = dmin * static_cast<float>(m);
     const uint8_t* q = qs + 32 * (j / 2);
     const int shift = 4 * (j % 2);

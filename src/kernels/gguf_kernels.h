@@ -29,7 +29,10 @@
 //   dot_s8(w, q)            codes -128..127 (plus kS8Bias * sum(q))
 //   dot_s16(w, q, lo, hi)   codes -32..31; the first 16 products times lo, the last 16 times hi
 //   zero(), fma(d, s, acc)  acc + s * float(d)
-//   hsum(acc)
+//   add(a, b), hsum(acc)
+// and eight floats F8 (one per activation block of a K-quant super-block):
+//   bytes_to_f8(b, s)       the 8 bytes of b (little-endian) as floats, times s
+//   set8, load8, store8, mul8, fma8(a, b, c) = a * b + c, zero8, hsum8
 #pragma once
 #include <utility>
 
@@ -67,34 +70,38 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
   const ActBlocks& a = *job.xq;
   const int64_t nsb = job.cols / kGgufElems<Type>;
   const uint8_t* row = job.w + r * nsb * kGgufBytes<Type>;
-  typename B::A acc[T];
+  // Independent accumulators per token so a decode GEMV (T = 1) is not one
+  // long chain of dependent fmas: K-quant activation block j of a
+  // super-block goes to acc[t][j % kChains].
+  constexpr int kChains = T == 1 ? 4 : T == 2 ? 2 : 1;
+  typename B::A acc[T][kChains];
   float corr[T];  // sum of offset * S[b], subtracted at the end
-  for (int t = 0; t < T; ++t) acc[t] = B::zero(), corr[t] = 0.0f;
+  typename B::F8 corr8[T];  // the same, eight blocks at a time (K-quants)
+  float sdx[T][8];  // a super-block's scale * dx[b], per token (K-quants; Q6_K: d * dx[b])
+  for (int t = 0; t < T; ++t) {
+    for (auto& a_t : acc[t]) a_t = B::zero();
+    corr[t] = 0.0f, corr8[t] = B::zero8();
+  }
   const int8_t* xq[T];
   const float* dx[T];
   const float* xs[T];
   for (int t = 0; t < T; ++t) xq[t] = a.row(t0 + t), dx[t] = a.scales(t0 + t), xs[t] = a.sums(t0 + t);
-
-  // Activation block b against codes w with scale s (unsigned codes) and
-  // offset -m (m * S[b] goes to corr).
-  auto unsigned_block = [&](int64_t b, W w, float s, float m) {
-    for (int t = 0; t < T; ++t) {
-      acc[t] = B::fma(B::dot_u(w, xq[t] + b * 32), s * dx[t][b], acc[t]);
-      corr[t] += m * xs[t][b];
-    }
-  };
 
   for (int64_t sb = 0; sb < nsb; ++sb) {
     const uint8_t* blk = row + sb * kGgufBytes<Type>;
     const int64_t b0 = sb * kBlocks;
     if constexpr (Type == DType::Q4_0) {  // d, 16 bytes: element j low nibble, j + 16 high
       const float d = B::half(blk);
-      unsigned_block(b0, B::nibbles16(blk + 2), d, 8.0f * d);
+      const W w = B::nibbles16(blk + 2);
+      for (int t = 0; t < T; ++t) {
+        acc[t][0] = B::fma(B::dot_u(w, xq[t] + b0 * 32), d * dx[t][b0], acc[t][0]);
+        corr[t] += 8.0f * d * xs[t][b0];
+      }
     } else if constexpr (Type == DType::Q8_0) {  // d, 32 int8 codes
       const float d = B::half(blk);
       const W w = B::load32(blk + 2);
       for (int t = 0; t < T; ++t) {
-        acc[t] = B::fma(B::dot_s8(w, xq[t] + b0 * 32), d * dx[t][b0], acc[t]);
+        acc[t][0] = B::fma(B::dot_s8(w, xq[t] + b0 * 32), d * dx[t][b0], acc[t][0]);
         corr[t] += static_cast<float>(B::kS8Bias) * d * xs[t][b0];
       }
     } else if constexpr (Type == DType::Q4_K || Type == DType::Q5_K) {
@@ -102,13 +109,15 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
       // qs hold sub-block 2p in the low nibbles and 2p + 1 in the high ones;
       // bit j of qh[l] is the fifth bit of element l of sub-block j.
       constexpr bool kFive = Type == DType::Q5_K;
-      const float d = B::half(blk), dmin = B::half(blk + 2);
-      float s[8], m[8];
-      for (int j = 0; j < 8; ++j) {
-        int sc, mn;
-        scale_min_k4(blk + 4, j, sc, mn);
-        s[j] = d * static_cast<float>(sc);
-        m[j] = dmin * static_cast<float>(mn);
+      // The eight sub-block scales and mins as floats at once; per token,
+      // scale * dx[b] for the eight activation blocks and the min
+      // correction m * S[b] as one vector product.
+      uint64_t scales, mins;
+      kquant_scales_mins(blk + 4, scales, mins);
+      const typename B::F8 s = B::bytes_to_f8(scales, B::half(blk)), m = B::bytes_to_f8(mins, B::half(blk + 2));
+      for (int t = 0; t < T; ++t) {
+        B::store8(sdx[t], B::mul8(s, B::load8(dx[t] + b0)));
+        corr8[t] = B::fma8(m, B::load8(xs[t] + b0), corr8[t]);
       }
       const uint8_t* qs = blk + (kFive ? 48 : 16);
       W qh{};
@@ -120,8 +129,12 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
           lo = B::or_(lo, B::template bit_to_16<2 * p>(qh));
           hi = B::or_(hi, B::template bit_to_16<2 * p + 1>(qh));
         }
-        unsigned_block(b0 + 2 * p, lo, s[2 * p], m[2 * p]);
-        unsigned_block(b0 + 2 * p + 1, hi, s[2 * p + 1], m[2 * p + 1]);
+        for (int t = 0; t < T; ++t) {
+          auto& a0 = acc[t][(2 * p) % kChains];
+          auto& a1 = acc[t][(2 * p + 1) % kChains];
+          a0 = B::fma(B::dot_u(lo, xq[t] + (b0 + 2 * p) * 32), sdx[t][2 * p], a0);
+          a1 = B::fma(B::dot_u(hi, xq[t] + (b0 + 2 * p + 1) * 32), sdx[t][2 * p + 1], a1);
+        }
       });
     } else {  // Q6_K
       // ql[128], qh[64], scales[16] (int8), d. In each half of 128
@@ -130,6 +143,7 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
       // biased by 32 and sub-blocks of 16 have their own scale.
       const float d = B::half(blk + 208);
       const auto* sc = reinterpret_cast<const int8_t*>(blk + 192);
+      for (int t = 0; t < T; ++t) B::store8(sdx[t], B::mul8(B::set8(d), B::load8(dx[t] + b0)));
       unroll<2>([&](auto h) {
         const W ql0 = B::load32(blk + 64 * h), ql1 = B::load32(blk + 64 * h + 32);
         const W qh = B::load32(blk + 128 + 32 * h);
@@ -138,12 +152,19 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
           const W w = B::minus32(B::or_(nib, B::template pair_to_48<2 * k>(qh)));
           const int64_t b = b0 + 4 * h + k;
           const int lo = sc[8 * h + 2 * k], hi = sc[8 * h + 2 * k + 1];
-          for (int t = 0; t < T; ++t) acc[t] = B::fma(B::dot_s16(w, xq[t] + b * 32, lo, hi), d * dx[t][b], acc[t]);
+          for (int t = 0; t < T; ++t) {
+            auto& a = acc[t][(4 * h + k) % kChains];
+            a = B::fma(B::dot_s16(w, xq[t] + b * 32, lo, hi), sdx[t][4 * h + k], a);
+          }
         });
       });
     }
   }
-  for (int t = 0; t < T; ++t) job.y[static_cast<int64_t>(t0 + t) * job.rows + r] = B::hsum(acc[t]) - corr[t];
+  for (int t = 0; t < T; ++t) {
+    typename B::A sum = acc[t][0];
+    for (int c = 1; c < kChains; ++c) sum = B::add(sum, acc[t][c]);
+    job.y[static_cast<int64_t>(t0 + t) * job.rows + r] = B::hsum(sum) - (corr[t] + B::hsum8(corr8[t]));
+  }
 }
 
 template <class B, DType Type>

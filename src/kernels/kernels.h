@@ -16,8 +16,9 @@ class ThreadPool;
 namespace pocket::kernels {
 
 // Y[n, rows] = X[n, cols] * W[rows, cols]^T for a weight of any supported
-// type (F32, F16, BF16, Q8_0, Q4_0, PQ4, PQ8 with SIMD kernels; the other
-// GGUF types through the scalar reference). X and Y are f32, row-major,
+// type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, PQ4, PQ8 with SIMD
+// kernels on every level; Q2_K, Q3_K, Q8_K, Q4_1, Q5_0, Q5_1 through the
+// scalar reference). X and Y are f32, row-major,
 // contiguous. n == 1 is the decode GEMV; n > 1 is prefill GEMM. Work is split
 // over output rows so results are identical for any thread count.
 void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool* pool);

@@ -1,6 +1,6 @@
 // AArch64 dotprod level: PQ4/PQ8 matmul with sdot on 16-row tiles, the GGUF
 // block types (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K) with sdot per block. Float
-// weights use the scalar reference at this level (not yet ported).
+// weights keep the baseline NEON kernels.
 #include "kernels/arm_vec.h"
 #include "kernels/gguf_kernels.h"
 #include "kernels/table.h"

@@ -1,15 +1,17 @@
-// Baseline AArch64 (no dotprod) PQ4/PQ8 and GGUF block (Q4_0, Q8_0, Q4_K,
-// Q5_K, Q6_K) matmul, so cores like cortex-a53 do not drop to the scalar
-// reference. Without sdot the int8 dot is a
-// widening multiply-accumulate into int16 lanes (smlal), widened to int32
-// (sadalp / addp) before it could overflow. Results are bit-identical to
-// the dotprod level (see arm_pq_kernels.h).
+// Baseline AArch64 (no dotprod) PQ4/PQ8, GGUF block (Q4_0, Q8_0, Q4_K,
+// Q5_K, Q6_K) and float (F32, F16, BF16) matmul, so cores like cortex-a53
+// do not drop to the scalar reference; the dotprod and i8mm levels keep the
+// float kernels. Without sdot the int8 dot is a widening multiply-accumulate
+// into int16 lanes (smlal), widened to int32 (sadalp / addp) before it could
+// overflow. Results are bit-identical to the dotprod level (see
+// arm_pq_kernels.h and ArmMullBlocks in arm_vec.h).
 #include <arm_neon.h>
 
 #include <cstring>
 
 #include "kernels/arm_pq_kernels.h"
 #include "kernels/arm_vec.h"
+#include "kernels/float_kernels.h"
 #include "kernels/gguf_kernels.h"
 #include "kernels/table.h"
 
@@ -95,6 +97,7 @@ void install_neon_matmul(KernelTable& t) {
   t.matmul[static_cast<int>(DType::PQ4)] = {matmul_pq_arm<NeonMull, true>, true, pq::kTileRows};
   t.matmul[static_cast<int>(DType::PQ8)] = {matmul_pq_arm<NeonMull, false>, true, pq::kTileRows};
   install_gguf_matmul<ArmMullBlocks>(t);
+  install_float_matmul<NeonFloat>(t);
 }
 
 }  // namespace pocket::kernels

@@ -1,10 +1,12 @@
 // Matmul kernels for x86, written once against the vector traits of
 // x86_vec.h and instantiated in kernels_avx2.cpp / kernels_avx512.cpp; the
 // PQ kernels come from tiled_kernels.h, the GGUF block kernels from
-// gguf_kernels.h. Unnamed namespace for the same reason as x86_vec.h.
+// gguf_kernels.h, the float ones from float_kernels.h. Unnamed namespace
+// for the same reason as x86_vec.h.
 #pragma once
 #include <algorithm>
 
+#include "kernels/float_kernels.h"
 #include "kernels/gguf_kernels.h"
 #include "kernels/table.h"
 #include "kernels/tiled_kernels.h"
@@ -13,50 +15,10 @@
 namespace pocket::kernels {
 namespace {
 
-// ---- F32 / F16 / BF16: float dots, 16 columns per step ------------------
-template <class V, DType D>
-typename V::F load_w(const uint8_t* row, int64_t k) {
-  if constexpr (D == DType::F32) return V::load_f32(reinterpret_cast<const float*>(row) + k);
-  if constexpr (D == DType::F16) return V::load_f16(row + 2 * k);
-  return V::load_bf16(row + 2 * k);
-}
-
-template <class V, DType D, int T>
-void float_row(const MatmulJob& job, int64_t r, int t0) {
-  const int64_t cols = job.cols, rows = job.rows;
-  const int esz = D == DType::F32 ? 4 : 2;
-  const uint8_t* row = job.w + r * cols * esz;
-  typename V::F acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = V::zero_f();
-  int64_t k = 0;
-  for (; k + 16 <= cols; k += 16) {
-    typename V::F wv = load_w<V, D>(row, k);
-    for (int t = 0; t < T; ++t) acc[t] = V::fma(wv, V::load_f32(job.x + (t0 + t) * cols + k), acc[t]);
-  }
-  for (int t = 0; t < T; ++t) {
-    float s = V::hsum(acc[t]);
-    for (int64_t j = k; j < cols; ++j) {  // tail columns
-      float wj = D == DType::F32 ? reinterpret_cast<const float*>(row)[j]
-                 : D == DType::F16 ? half_to_float(row + 2 * j)
-                                   : bf16_to_float(row + 2 * j);
-      s += wj * job.x[(t0 + t) * cols + j];
-    }
-    job.y[static_cast<int64_t>(t0 + t) * rows + r] = s;
-  }
-}
-
-template <class V, DType D>
-void matmul_float(const MatmulJob& job, int64_t r0, int64_t r1) {
-  for (int64_t r = r0; r < r1; ++r)
-    for_token_tiles(job.n, [&]<int T>(int t0) { float_row<V, D, T>(job, r, t0); });
-}
-
 template <class V>
 void install_x86_matmul(KernelTable& t) {
   auto set = [&](DType d, MatmulFn fn, bool int8, int64_t align) { t.matmul[static_cast<int>(d)] = {fn, int8, align}; };
-  set(DType::F32, matmul_float<V, DType::F32>, false, 1);
-  set(DType::F16, matmul_float<V, DType::F16>, false, 1);
-  set(DType::BF16, matmul_float<V, DType::BF16>, false, 1);
+  install_float_matmul<V>(t);
   set(DType::PQ4, matmul_pq<V, true>, true, pq::kTileRows);
   set(DType::PQ8, matmul_pq<V, false>, true, pq::kTileRows);
   install_gguf_matmul<X86Blocks<V>>(t);

@@ -20,12 +20,6 @@ inline int32_t load_i32(const void* p) {
   return v;
 }
 inline float half_to_float(const uint8_t* p) { return _cvtsh_ss(static_cast<uint16_t>(p[0] | p[1] << 8)); }
-inline float bf16_to_float(const uint8_t* p) {
-  uint32_t bits = static_cast<uint32_t>(p[0] | p[1] << 8) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 
 #if defined(__AVX512F__) && defined(__AVX512VNNI__)
 struct Avx512 {
@@ -53,6 +47,7 @@ struct Avx512 {
     __m512i v = _mm512_cvtepu16_epi32(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
   }
+  static float half(const uint8_t* p) { return half_to_float(p); }
   static F load_f32(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
   static float hsum(F v) { return _mm512_reduce_add_ps(v); }
@@ -114,6 +109,7 @@ struct Avx2 {
     return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
   }
   static F load_bf16(const void* p) { return {bf16x8(p), bf16x8(static_cast<const uint8_t*>(p) + 16)}; }
+  static float half(const uint8_t* p) { return half_to_float(p); }
   static F load_f32(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
   static void store(float* p, F v) {
     _mm256_storeu_ps(p, v.a);
@@ -173,6 +169,20 @@ struct X86Blocks {
   }
   static A zero() { return _mm256_setzero_ps(); }
   static A fma(D d, float s, A acc) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(s), acc); }
+  static A add(A a, A b) { return _mm256_add_ps(a, b); }
+
+  using F8 = __m256;
+  static F8 bytes_to_f8(uint64_t b, float s) {
+    const __m256i v = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(b)));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(s));
+  }
+  static F8 set8(float v) { return _mm256_set1_ps(v); }
+  static F8 load8(const float* p) { return _mm256_loadu_ps(p); }
+  static void store8(float* p, F8 v) { _mm256_storeu_ps(p, v); }
+  static F8 mul8(F8 a, F8 b) { return _mm256_mul_ps(a, b); }
+  static F8 fma8(F8 a, F8 b, F8 c) { return _mm256_fmadd_ps(a, b, c); }
+  static F8 zero8() { return _mm256_setzero_ps(); }
+  static float hsum8(F8 v) { return hsum(v); }
   static float hsum(A v) {
     __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     h = _mm_add_ps(h, _mm_movehl_ps(h, h));
