@@ -1,4 +1,5 @@
-// pocket quantize: re-quantize any model Pocket reads into one Pocket file.
+// pocket quantize: re-quantize any model Pocket reads into one Pocket file
+// (or, with --format gguf, a plain GGUF for other engines).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -6,6 +7,7 @@
 
 #include "cli_common.h"
 #include "convert/quantize_model.h"
+#include "util/error.h"
 
 namespace pocket::cli {
 
@@ -13,13 +15,15 @@ namespace {
 
 struct QuantizeArgs {
   std::string in, out, tokenizer;
-  std::string weights = "q4", embed = "q4", head;
+  std::string weights = "q4", embed = "q4", head, format = "pocket";
   int group = 64;
   std::vector<std::string> keep_f32;
 };
 
 int quantize(const QuantizeArgs& a) {
   convert::QuantizeOptions o;
+  if (a.format != "pocket" && a.format != "gguf") fail("--format: '", a.format, "' is not a format (pocket or gguf)");
+  o.plain_gguf = a.format == "gguf";
   o.weights = convert::parse_weight_type(a.weights, "--weights");
   o.embed = convert::parse_weight_type(a.embed, "--embed", false);
   o.head_given = !a.head.empty();
@@ -46,6 +50,9 @@ void add_quantize(CLI::App& app, int& rc) {
   sub->add_option("--keep-f32", a->keep_f32,
                   "Leave tensors whose name contains this text in f32 (repeatable; e.g. ffn_down)");
   sub->add_option("--tokenizer", a->tokenizer, "Tokenizer file (llama2.c tokenizer.bin or tokenizer.json)");
+  sub->add_option("--format", a->format,
+                  "pocket (default) or gguf: a plain GGUF with tokenizer.ggml.* metadata that llama.cpp and gguf-py "
+                  "read; f16 or f32 weights only");
   sub->callback([a, &rc] { rc = quantize(*a); });
 }
 

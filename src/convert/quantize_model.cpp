@@ -46,7 +46,18 @@ void quantize_model(const std::string& in, const std::string& out, const Quantiz
     fail(in, ": ", arch_name(c.arch), " model with adjacent-pair RoPE cannot be stored as a Pocket file");
   const bool permute_qk = c.arch == Arch::Llama && c.rope_style == RopeStyle::Halves;
 
-  GgufWriter w = pocket_writer(c, f->vocab, f->chat_template, opt.group);
+  if (opt.plain_gguf)
+    for (const auto& [name, t] : f->tensors) {
+      const DType type = target_type(*f, t, opt);
+      if (type != DType::F16 && type != DType::F32)
+        fail("--format gguf: tensor '", name, "' would be ", dtype_name(type),
+             ", which only Pocket reads; use f16 or f32 (--weights, --embed, --head)");
+    }
+  GgufWriter w = opt.plain_gguf ? GgufWriter(32) : pocket_writer(c, f->vocab, f->chat_template, opt.group);
+  if (opt.plain_gguf) {
+    add_config_metadata(w, c);
+    add_vocab_metadata(w, f->vocab, f->chat_template);
+  }
   auto written = std::make_shared<uint64_t>(0);
   const size_t total = f->tensors.size();
   size_t index = 0;

@@ -19,6 +19,11 @@ struct QuantizeOptions {
   // Tensors whose name contains one of these stay f32 (mixed-precision
   // files; like-for-like comparisons with formats that cannot hold a shape).
   std::vector<std::string> keep_f32;
+  // Write a plain GGUF instead of a Pocket file: the tokenizer as
+  // tokenizer.ggml.* metadata, no pocket.* keys, llama.cpp's default
+  // alignment (32), so llama.cpp and gguf-py read it. Only F16 and F32
+  // tensors: PQ4/PQ8 are Pocket's own types.
+  bool plain_gguf = false;
 };
 
 // Opens `in` (any supported format), dequantizes each tensor row by row and

@@ -10,6 +10,8 @@
 
 #include "common/test_util.h"
 #include "convert/quantize_model.h"
+#include "formats/gguf.h"
+#include "util/mapped_file.h"
 #include "runtime/loader.h"
 #include "util/thread_pool.h"
 #include "util/error.h"
@@ -205,6 +207,42 @@ TEST_F(QuantizeStories, KeepF32LeavesMatchingTensorsUnquantized) {
   const TensorView& orig = original_->file->get("blk.1.ffn_down.weight");
   ASSERT_EQ(kept.nbytes, orig.nbytes);
   EXPECT_EQ(std::memcmp(kept.data, orig.data, kept.nbytes), 0);
+}
+
+// --format gguf: a plain GGUF other engines read (llama.cpp, gguf-py):
+// tokenizer.ggml.* instead of Pocket's compact tokenizer, no pocket.* keys,
+// llama.cpp's default alignment. Reopened, it is the same model: the same
+// tokens for a prompt and the same greedy continuation as the original.
+TEST_F(QuantizeStories, PlainGgufHasNoPocketKeysAndIsTheSameModel) {
+  convert::QuantizeOptions o;
+  o.weights = o.embed = DType::F32;
+  o.plain_gguf = true;
+  const std::string path = dir_.file("plain.gguf");
+  convert::quantize_model(test::stories_model(), path, o);
+  const GgufFile g = GgufFile::parse(MappedFile::open(path));
+  EXPECT_EQ(g.alignment(), 32u);
+  for (const auto& [key, value] : g.metadata()) EXPECT_FALSE(key.starts_with("pocket.")) << key;
+  EXPECT_EQ(g.get_string("tokenizer.ggml.model").value_or(""), "llama");
+  EXPECT_EQ(g.get_string_array("tokenizer.ggml.tokens", true).size(), 512u);
+  LoadedModel q = load_model(path);
+  EXPECT_EQ(q.file->format, "gguf");
+  expect_same_config(q.model->config(), original_->model->config());
+  EncodeOptions eo;
+  eo.add_bos = true;
+  EXPECT_EQ(q.tokenizer->encode("Once upon a time, a little girl", eo), prompt_);
+  EXPECT_EQ(greedy(*q.model, prompt_, 30), greedy(*original_->model, prompt_, 30));
+  // F16 too; Pocket's own types are refused by name.
+  o.weights = o.embed = DType::F16;
+  convert::quantize_model(test::stories_model(), path, o);
+  EXPECT_EQ(load_model(path).file->get("blk.0.ffn_down.weight").type, DType::F16);
+  o.weights = DType::PQ4;
+  try {
+    convert::quantize_model(test::stories_model(), dir_.file("pq.gguf"), o);
+    ADD_FAILURE() << "PQ4 weights in a plain GGUF were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--format gguf: tensor 'blk.0."), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("PQ4"), std::string::npos) << e.what();
+  }
 }
 
 TEST(QuantizeErrors, BadOptionsAreClear) {
