@@ -75,95 +75,105 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
   // super-block goes to acc[t][j % kChains].
   constexpr int kChains = T == 1 ? 4 : T == 2 ? 2 : 1;
   typename B::A acc[T][kChains];
-  float corr[T];  // sum of offset * S[b], subtracted at the end
+  float corr[T][kChains];  // sums of offset * S[b] (Q4_0, Q8_0), subtracted at the end
   typename B::F8 corr8[T];  // the same, eight blocks at a time (K-quants)
   float sdx[T][8];  // a super-block's scale * dx[b], per token (K-quants; Q6_K: d * dx[b])
   for (int t = 0; t < T; ++t) {
     for (auto& a_t : acc[t]) a_t = B::zero();
-    corr[t] = 0.0f, corr8[t] = B::zero8();
+    for (float& c : corr[t]) c = 0.0f;
+    corr8[t] = B::zero8();
   }
   const int8_t* xq[T];
   const float* dx[T];
   const float* xs[T];
   for (int t = 0; t < T; ++t) xq[t] = a.row(t0 + t), dx[t] = a.scales(t0 + t), xs[t] = a.sums(t0 + t);
 
-  for (int64_t sb = 0; sb < nsb; ++sb) {
-    const uint8_t* blk = row + sb * kGgufBytes<Type>;
-    const int64_t b0 = sb * kBlocks;
-    if constexpr (Type == DType::Q4_0) {  // d, 16 bytes: element j low nibble, j + 16 high
-      const float d = B::half(blk);
-      const W w = B::nibbles16(blk + 2);
-      for (int t = 0; t < T; ++t) {
-        acc[t][0] = B::fma(B::dot_u(w, xq[t] + b0 * 32), d * dx[t][b0], acc[t][0]);
-        corr[t] += 8.0f * d * xs[t][b0];
-      }
-    } else if constexpr (Type == DType::Q8_0) {  // d, 32 int8 codes
-      const float d = B::half(blk);
-      const W w = B::load32(blk + 2);
-      for (int t = 0; t < T; ++t) {
-        acc[t][0] = B::fma(B::dot_s8(w, xq[t] + b0 * 32), d * dx[t][b0], acc[t][0]);
-        corr[t] += static_cast<float>(B::kS8Bias) * d * xs[t][b0];
-      }
-    } else if constexpr (Type == DType::Q4_K || Type == DType::Q5_K) {
-      // d, dmin, scales[12], (Q5_K: qh[32]), qs[128]: bytes 32p..32p+31 of
-      // qs hold sub-block 2p in the low nibbles and 2p + 1 in the high ones;
-      // bit j of qh[l] is the fifth bit of element l of sub-block j.
-      constexpr bool kFive = Type == DType::Q5_K;
-      // The eight sub-block scales and mins as floats at once; per token,
-      // scale * dx[b] for the eight activation blocks and the min
-      // correction m * S[b] as one vector product.
-      uint64_t scales, mins;
-      kquant_scales_mins(blk + 4, scales, mins);
-      const typename B::F8 s = B::bytes_to_f8(scales, B::half(blk)), m = B::bytes_to_f8(mins, B::half(blk + 2));
-      for (int t = 0; t < T; ++t) {
-        B::store8(sdx[t], B::mul8(s, B::load8(dx[t] + b0)));
-        corr8[t] = B::fma8(m, B::load8(xs[t] + b0), corr8[t]);
-      }
-      const uint8_t* qs = blk + (kFive ? 48 : 16);
-      W qh{};
-      if constexpr (kFive) qh = B::load32(blk + 16);
-      unroll<4>([&](auto p) {
-        const W q = B::load32(qs + 32 * p);
-        W lo = B::low4(q), hi = B::high4(q);
-        if constexpr (kFive) {
-          lo = B::or_(lo, B::template bit_to_16<2 * p>(qh));
-          hi = B::or_(hi, B::template bit_to_16<2 * p + 1>(qh));
-        }
+  if constexpr (Type == DType::Q4_0 || Type == DType::Q8_0) {
+    // Blocks of 32, eight per step so the accumulators rotate as for the
+    // K-quants. Q4_0: d, 16 bytes (element j low nibble, j + 16 high),
+    // value d * (code - 8). Q8_0: d, 32 int8 codes.
+    constexpr float kOffset = Type == DType::Q4_0 ? 8.0f : static_cast<float>(B::kS8Bias);
+    for (int64_t b0 = 0; b0 < nsb; b0 += 8) {
+      unroll<8>([&](auto j) {
+        const int64_t b = b0 + j;
+        if (b >= nsb) return;
+        const uint8_t* blk = row + b * kGgufBytes<Type>;
+        const float d = B::half(blk);
+        const W w = Type == DType::Q4_0 ? B::nibbles16(blk + 2) : B::load32(blk + 2);
         for (int t = 0; t < T; ++t) {
-          auto& a0 = acc[t][(2 * p) % kChains];
-          auto& a1 = acc[t][(2 * p + 1) % kChains];
-          a0 = B::fma(B::dot_u(lo, xq[t] + (b0 + 2 * p) * 32), sdx[t][2 * p], a0);
-          a1 = B::fma(B::dot_u(hi, xq[t] + (b0 + 2 * p + 1) * 32), sdx[t][2 * p + 1], a1);
+          auto& a = acc[t][j % kChains];
+          const auto dot = Type == DType::Q4_0 ? B::dot_u(w, xq[t] + b * 32) : B::dot_s8(w, xq[t] + b * 32);
+          a = B::fma(dot, d * dx[t][b], a);
+          corr[t][j % kChains] += kOffset * d * xs[t][b];
         }
       });
-    } else {  // Q6_K
-      // ql[128], qh[64], scales[16] (int8), d. In each half of 128
-      // elements, activation block k (0..3) takes the low (k < 2) or high
-      // nibbles of ql[32 (k % 2) ..] and bit pair k of qh[..]; codes are
-      // biased by 32 and sub-blocks of 16 have their own scale.
-      const float d = B::half(blk + 208);
-      const auto* sc = reinterpret_cast<const int8_t*>(blk + 192);
-      for (int t = 0; t < T; ++t) B::store8(sdx[t], B::mul8(B::set8(d), B::load8(dx[t] + b0)));
-      unroll<2>([&](auto h) {
-        const W ql0 = B::load32(blk + 64 * h), ql1 = B::load32(blk + 64 * h + 32);
-        const W qh = B::load32(blk + 128 + 32 * h);
-        unroll<4>([&](auto k) {
-          const W nib = k < 2 ? B::low4(k % 2 ? ql1 : ql0) : B::high4(k % 2 ? ql1 : ql0);
-          const W w = B::minus32(B::or_(nib, B::template pair_to_48<2 * k>(qh)));
-          const int64_t b = b0 + 4 * h + k;
-          const int lo = sc[8 * h + 2 * k], hi = sc[8 * h + 2 * k + 1];
+    }
+  } else {
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      const uint8_t* blk = row + sb * kGgufBytes<Type>;
+      const int64_t b0 = sb * kBlocks;
+      if constexpr (Type == DType::Q4_K || Type == DType::Q5_K) {
+        // d, dmin, scales[12], (Q5_K: qh[32]), qs[128]: bytes 32p..32p+31 of
+        // qs hold sub-block 2p in the low nibbles and 2p + 1 in the high ones;
+        // bit j of qh[l] is the fifth bit of element l of sub-block j.
+        constexpr bool kFive = Type == DType::Q5_K;
+        // The eight sub-block scales and mins as floats at once; per token,
+        // scale * dx[b] for the eight activation blocks and the min
+        // correction m * S[b] as one vector product.
+        uint64_t scales, mins;
+        kquant_scales_mins(blk + 4, scales, mins);
+        const typename B::F8 s = B::bytes_to_f8(scales, B::half(blk)), m = B::bytes_to_f8(mins, B::half(blk + 2));
+        for (int t = 0; t < T; ++t) {
+          B::store8(sdx[t], B::mul8(s, B::load8(dx[t] + b0)));
+          corr8[t] = B::fma8(m, B::load8(xs[t] + b0), corr8[t]);
+        }
+        const uint8_t* qs = blk + (kFive ? 48 : 16);
+        W qh{};
+        if constexpr (kFive) qh = B::load32(blk + 16);
+        unroll<4>([&](auto p) {
+          const W q = B::load32(qs + 32 * p);
+          W lo = B::low4(q), hi = B::high4(q);
+          if constexpr (kFive) {
+            lo = B::or_(lo, B::template bit_to_16<2 * p>(qh));
+            hi = B::or_(hi, B::template bit_to_16<2 * p + 1>(qh));
+          }
           for (int t = 0; t < T; ++t) {
-            auto& a = acc[t][(4 * h + k) % kChains];
-            a = B::fma(B::dot_s16(w, xq[t] + b * 32, lo, hi), sdx[t][4 * h + k], a);
+            auto& a0 = acc[t][(2 * p) % kChains];
+            auto& a1 = acc[t][(2 * p + 1) % kChains];
+            a0 = B::fma(B::dot_u(lo, xq[t] + (b0 + 2 * p) * 32), sdx[t][2 * p], a0);
+            a1 = B::fma(B::dot_u(hi, xq[t] + (b0 + 2 * p + 1) * 32), sdx[t][2 * p + 1], a1);
           }
         });
-      });
+      } else {  // Q6_K
+        // ql[128], qh[64], scales[16] (int8), d. In each half of 128
+        // elements, activation block k (0..3) takes the low (k < 2) or high
+        // nibbles of ql[32 (k % 2) ..] and bit pair k of qh[..]; codes are
+        // biased by 32 and sub-blocks of 16 have their own scale.
+        const float d = B::half(blk + 208);
+        const auto* sc = reinterpret_cast<const int8_t*>(blk + 192);
+        for (int t = 0; t < T; ++t) B::store8(sdx[t], B::mul8(B::set8(d), B::load8(dx[t] + b0)));
+        unroll<2>([&](auto h) {
+          const W ql0 = B::load32(blk + 64 * h), ql1 = B::load32(blk + 64 * h + 32);
+          const W qh = B::load32(blk + 128 + 32 * h);
+          unroll<4>([&](auto k) {
+            const W nib = k < 2 ? B::low4(k % 2 ? ql1 : ql0) : B::high4(k % 2 ? ql1 : ql0);
+            const W w = B::minus32(B::or_(nib, B::template pair_to_48<2 * k>(qh)));
+            const int64_t b = b0 + 4 * h + k;
+            const int lo = sc[8 * h + 2 * k], hi = sc[8 * h + 2 * k + 1];
+            for (int t = 0; t < T; ++t) {
+              auto& a = acc[t][(4 * h + k) % kChains];
+              a = B::fma(B::dot_s16(w, xq[t] + b * 32, lo, hi), sdx[t][4 * h + k], a);
+            }
+          });
+        });
+      }
     }
   }
   for (int t = 0; t < T; ++t) {
     typename B::A sum = acc[t][0];
-    for (int c = 1; c < kChains; ++c) sum = B::add(sum, acc[t][c]);
-    job.y[static_cast<int64_t>(t0 + t) * job.rows + r] = B::hsum(sum) - (corr[t] + B::hsum8(corr8[t]));
+    float offsets = corr[t][0];
+    for (int c = 1; c < kChains; ++c) sum = B::add(sum, acc[t][c]), offsets += corr[t][c];
+    job.y[static_cast<int64_t>(t0 + t) * job.rows + r] = B::hsum(sum) - (offsets + B::hsum8(corr8[t]));
   }
 }
 
