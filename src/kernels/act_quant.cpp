@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "util/error.h"
+
 namespace pocket::kernels {
 
 namespace {
@@ -41,10 +43,10 @@ inline F4 quant4(F4 v, float inv) {
   return (t + kRoundMagic) - kRoundMagic;
 }
 
-// One whole block of 32 valid values; returns the sum of its codes.
-int quantize_full_block(const float* x, float* d_out, int8_t* q) {
+// max |x| over n values (a multiple of 4).
+float amax_full(const float* x, int64_t n) {
   F4 m{};
-  for (int j = 0; j < kActBlock; j += 4) {
+  for (int64_t j = 0; j < n; j += 4) {
     I4 bits;
     std::memcpy(&bits, x + j, sizeof bits);
     bits &= 0x7fffffff;  // |x|
@@ -52,52 +54,64 @@ int quantize_full_block(const float* x, float* d_out, int8_t* q) {
     std::memcpy(&a, &bits, sizeof a);
     m = a > m ? a : m;  // NaN never wins, as in std::max(m, a)
   }
-  const float amax = std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
-  const float d = amax / 127.0f, inv = d > 0.0f ? 1.0f / d : 0.0f;
-  I4 sum{};
-  for (int j = 0; j < kActBlock; j += 4) {
-    I4 c = __builtin_convertvector(quant4(load4(x + j), inv), I4);
-    sum += c;
-    for (int l = 0; l < 4; ++l) q[j + l] = static_cast<int8_t>(c[l]);
-  }
-  *d_out = d;
-  return sum[0] + sum[1] + sum[2] + sum[3];
+  return std::max(std::max(m[0], m[1]), std::max(m[2], m[3]));
 }
 
-// A block with `valid` < 32 values; the rest is padding (code 0).
-int quantize_partial_block(const float* x, int valid, float* d_out, int8_t* q) {
+float amax_partial(const float* x, int64_t valid) {
   float amax = 0.0f;
-  for (int k = 0; k < valid; ++k) amax = std::max(amax, std::fabs(x[k]));
-  const float d = amax / 127.0f, inv = d > 0.0f ? 1.0f / d : 0.0f;
+  for (int64_t k = 0; k < valid; ++k) amax = std::max(amax, std::fabs(x[k]));
+  return amax;
+}
+
+// One block of 32 values of which `valid` are real (the rest is padding,
+// code 0), quantized with scale d; returns the sum of its codes.
+int quantize_block(const float* x, int64_t valid, float d, int8_t* q) {
+  const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+  if (valid == kActBlock) {
+    I4 sum{};
+    for (int j = 0; j < kActBlock; j += 4) {
+      I4 c = __builtin_convertvector(quant4(load4(x + j), inv), I4);
+      sum += c;
+      for (int l = 0; l < 4; ++l) q[j + l] = static_cast<int8_t>(c[l]);
+    }
+    return sum[0] + sum[1] + sum[2] + sum[3];
+  }
   int sum = 0;
   for (int k = 0; k < kActBlock; ++k) {
     int v = k < valid ? static_cast<int>(quant1(x[k], inv)) : 0;
     q[k] = static_cast<int8_t>(v);
     sum += v;
   }
-  *d_out = d;
   return sum;
 }
 
 }  // namespace
 
-void quantize_acts(const float* x, int n, int64_t cols, int64_t kpad, ActBlocks& a) {
+void quantize_acts(const float* x, int n, int64_t cols, int64_t kpad, ActBlocks& a, int scale_block) {
   a.n = n;
   a.kpad = kpad;
   a.nb = kpad / kActBlock;
+  if ((scale_block != kActBlock && scale_block != 8 * kActBlock) || kpad % scale_block != 0)
+    fail("quantize_acts: scale block ", scale_block, " for rows padded to ", kpad);
+  a.scale_block = scale_block;
   a.q.resize(static_cast<size_t>(n) * kpad);  // keeps capacity across calls
   a.d.resize(static_cast<size_t>(n) * a.nb);
   a.s.resize(static_cast<size_t>(n) * a.nb);
+  const int64_t per_scale = scale_block / kActBlock;  // blocks sharing one d
   for (int t = 0; t < n; ++t) {
     const float* xr = x + static_cast<int64_t>(t) * cols;
     int8_t* q = a.q.data() + static_cast<int64_t>(t) * kpad;
-    for (int64_t b = 0; b < a.nb; ++b) {
-      const int64_t k0 = b * kActBlock;
-      const int64_t valid = std::clamp<int64_t>(cols - k0, 0, kActBlock);
-      float& d = a.d[t * a.nb + b];
-      const int sum = valid == kActBlock ? quantize_full_block(xr + k0, &d, q + k0)
-                                         : quantize_partial_block(xr + k0, static_cast<int>(valid), &d, q + k0);
-      a.s[t * a.nb + b] = d * static_cast<float>(sum);
+    for (int64_t b0 = 0; b0 < a.nb; b0 += per_scale) {
+      const int64_t k0 = b0 * kActBlock;
+      const int64_t valid = std::clamp<int64_t>(cols - k0, 0, scale_block);
+      const float amax = valid == scale_block ? amax_full(xr + k0, valid) : amax_partial(xr + k0, valid);
+      const float d = amax / 127.0f;
+      for (int64_t b = b0; b < b0 + per_scale; ++b) {
+        const int64_t kb = b * kActBlock;
+        const int sum = quantize_block(xr + kb, std::clamp<int64_t>(cols - kb, 0, kActBlock), d, q + kb);
+        a.d[t * a.nb + b] = d;
+        a.s[t * a.nb + b] = d * static_cast<float>(sum);
+      }
     }
   }
 }

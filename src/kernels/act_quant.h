@@ -1,5 +1,10 @@
 // Activations quantized to int8 in blocks of 32 for the integer-dot matmul
-// kernels: x[k] ~= d[b] * q[k] with b = k / 32, d = max|x| / 127 per block.
+// kernels: x[k] ~= d[b] * q[k] with b = k / 32, d = max|x| / 127 per block,
+// or (scale_block = 256, for the K-quant kernels) one d shared by the eight
+// blocks of each 256 columns, d = max|x| / 127 over those 256: the kernels
+// can then sum a super-block's integer dots before converting. d and s
+// stay per block of 32 either way (equal d within a super-block), so every
+// reader of d[b] and s[b] is correct for both.
 // Rows are zero-padded to `kpad` so kernels can run over whole padded
 // weight groups: padded activations are exactly 0 and contribute nothing.
 #pragma once
@@ -14,6 +19,7 @@ struct ActBlocks {
   int n = 0;         // tokens
   int64_t kpad = 0;  // padded row length (multiple of kActBlock)
   int64_t nb = 0;    // blocks per row = kpad / kActBlock
+  int scale_block = kActBlock;  // columns sharing one d: 32, or 256 (kpad a multiple of it)
   std::vector<int8_t> q;  // n * kpad
   std::vector<float> d;   // n * nb: block scale
   std::vector<float> s;   // n * nb: d * sum(q), the block's dequantized sum
@@ -26,7 +32,8 @@ struct ActBlocks {
 // Quantize n rows of `cols` floats, padding each to `kpad` (>= cols, a
 // multiple of kActBlock), into `out`, reusing its memory: a decode step
 // calls this ~100 times and must not allocate each time. Deterministic and
-// ISA-independent (round to nearest even, as std::nearbyint).
-void quantize_acts(const float* x, int n, int64_t cols, int64_t kpad, ActBlocks& out);
+// ISA-independent (round to nearest even, as std::nearbyint). `scale_block`
+// is 32 or 256; with 256, kpad must be a multiple of 256.
+void quantize_acts(const float* x, int n, int64_t cols, int64_t kpad, ActBlocks& out, int scale_block = kActBlock);
 
 }  // namespace pocket::kernels

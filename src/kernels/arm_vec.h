@@ -135,6 +135,13 @@ struct ArmBlocksBase {
   static W pair_to_48(W qh) { return each(qh, [](uint8x16_t v) { return vandq_u8(move_to_4<S>(v), vdupq_n_u8(0x30)); }); }
   static W or_(W x, W y) { return {vorrq_s8(x.a, y.a), vorrq_s8(x.b, y.b)}; }
   static W minus32(W w) { return {vsubq_s8(w.a, vdupq_n_s8(32)), vsubq_s8(w.b, vdupq_n_s8(32))}; }
+  static int scale16(int sc) { return sc; }
+  struct ScalePair {
+    int lo, hi;
+  };
+  static ScalePair scale16_pair(int lo, int hi) { return {lo, hi}; }
+  static D dzero() { return vdupq_n_s32(0); }
+  static D dadd(D a, D b) { return vaddq_s32(a, b); }
   static A zero() { return vdupq_n_f32(0); }
   static A fma(D d, float s, A acc) { return vfmaq_n_f32(acc, vcvtq_f32_s32(d), s); }
   static A add(A a, A b) { return vaddq_f32(a, b); }
@@ -148,10 +155,7 @@ struct ArmBlocksBase {
     return {vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_low_u16(v))), s),
             vmulq_n_f32(vcvtq_f32_u32(vmovl_high_u16(v)), s)};
   }
-  static F8 set8(float v) { return {vdupq_n_f32(v), vdupq_n_f32(v)}; }
   static F8 load8(const float* p) { return {vld1q_f32(p), vld1q_f32(p + 4)}; }
-  static void store8(float* p, F8 v) { vst1q_f32(p, v.lo), vst1q_f32(p + 4, v.hi); }
-  static F8 mul8(F8 a, F8 b) { return {vmulq_f32(a.lo, b.lo), vmulq_f32(a.hi, b.hi)}; }
   static F8 fma8(F8 a, F8 b, F8 c) { return {vfmaq_f32(c.lo, a.lo, b.lo), vfmaq_f32(c.hi, a.hi, b.hi)}; }
   static F8 zero8() { return {vdupq_n_f32(0), vdupq_n_f32(0)}; }
   static float hsum8(F8 v) { return vaddvq_f32(vaddq_f32(v.lo, v.hi)); }
@@ -168,8 +172,9 @@ struct ArmMullBlocks : ArmBlocksBase {
   }
   static D dot_u(W w, const int8_t* q) { return vaddq_s32(dot16(w.a, q), dot16(w.b, q + 16)); }
   static D dot_s8(W w, const int8_t* q) { return dot_u(w, q); }
-  static D dot_s16(W w, const int8_t* q, int lo, int hi) {
-    return vmlaq_n_s32(vmulq_n_s32(dot16(w.a, q), lo), dot16(w.b, q + 16), hi);
+  static D dot_u_acc(D acc, W w, const int8_t* q, int s) { return vmlaq_n_s32(acc, dot_u(w, q), s); }
+  static D dot_s16_acc(D acc, W w, const int8_t* q, ScalePair s) {
+    return vmlaq_n_s32(vmlaq_n_s32(acc, dot16(w.a, q), s.lo), dot16(w.b, q + 16), s.hi);
   }
 };
 
@@ -177,8 +182,9 @@ struct ArmDotBlocks : ArmBlocksBase {
   static D dot16(int8x16_t w, const int8_t* q) { return vdotq_s32(vdupq_n_s32(0), w, vld1q_s8(q)); }
   static D dot_u(W w, const int8_t* q) { return vdotq_s32(dot16(w.a, q), w.b, vld1q_s8(q + 16)); }
   static D dot_s8(W w, const int8_t* q) { return dot_u(w, q); }
-  static D dot_s16(W w, const int8_t* q, int lo, int hi) {
-    return vmlaq_n_s32(vmulq_n_s32(dot16(w.a, q), lo), dot16(w.b, q + 16), hi);
+  static D dot_u_acc(D acc, W w, const int8_t* q, int s) { return vmlaq_n_s32(acc, dot_u(w, q), s); }
+  static D dot_s16_acc(D acc, W w, const int8_t* q, ScalePair s) {
+    return vmlaq_n_s32(vmlaq_n_s32(acc, dot16(w.a, q), s.lo), dot16(w.b, q + 16), s.hi);
   }
 };
 

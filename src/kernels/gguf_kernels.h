@@ -10,9 +10,13 @@
 // block b and token:
 //   value = s * code + o  (s, o per sub-block: Q4_0 d, -8d; Q4_K/Q5_K d*sc, -dmin*m)
 //   y += (s * dx[b]) * dot(code, q)  +  o * S[b]
-// with the integer dot computed by the traits and the offsets summed apart
-// in a scalar. Q6_K (16-element sub-blocks, codes -32..31, int8 scales)
-// multiplies each half's integer dot by its scale inside the integer dot.
+// with the integer dot computed by the traits and the offsets summed apart.
+// For the K-quants the activations share one scale per super-block
+// (MatmulEntry::act_scale_block = 256, as llama.cpp's Q8_K), so the integer
+// sub-block scales (Q4_K/Q5_K 6-bit, Q6_K int8 per 16 elements) multiply
+// the integer dots, the super-block's dots are summed exactly, and one
+// conversion and fma per super-block and token remain:
+//   y += (d * dx) * sum_j sc_j * dot_j  -  sum_j dmin * m_j * S[b_j]
 // The weight codes of a block are unpacked once and used by every token of
 // the tile (tiled_kernels.h: for_token_tiles).
 //
@@ -27,12 +31,16 @@
 //   or_(a, b), minus32(w)
 //   dot_u(w, q)             codes 0..31
 //   dot_s8(w, q)            codes -128..127 (plus kS8Bias * sum(q))
-//   dot_s16(w, q, lo, hi)   codes -32..31; the first 16 products times lo, the last 16 times hi
+//   scale16(sc)             an integer sub-block scale as dot_u_acc takes it
+//   dot_u_acc(acc, w, q, s) acc + sc * dot(w, q), codes 0..31, sc 0..63
+//   scale16_pair(lo, hi)    Q6_K's two int8 scales of one block of 32
+//   dot_s16_acc(acc, w, q, s)  codes -32..31: acc + lo * dot(first 16) + hi * dot(last 16)
+//   dzero(), dadd(a, b)     int32 partial sums
 //   zero(), fma(d, s, acc)  acc + s * float(d)
 //   add(a, b), hsum(acc)
 // and eight floats F8 (one per activation block of a K-quant super-block):
 //   bytes_to_f8(b, s)       the 8 bytes of b (little-endian) as floats, times s
-//   set8, load8, store8, mul8, fma8(a, b, c) = a * b + c, zero8, hsum8
+//   load8, fma8(a, b, c) = a * b + c, zero8, hsum8
 #pragma once
 #include <utility>
 
@@ -77,7 +85,6 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
   typename B::A acc[T][kChains];
   float corr[T][kChains];  // sums of offset * S[b] (Q4_0, Q8_0), subtracted at the end
   typename B::F8 corr8[T];  // the same, eight blocks at a time (K-quants)
-  float sdx[T][8];  // a super-block's scale * dx[b], per token (K-quants; Q6_K: d * dx[b])
   for (int t = 0; t < T; ++t) {
     for (auto& a_t : acc[t]) a_t = B::zero();
     for (float& c : corr[t]) c = 0.0f;
@@ -117,15 +124,17 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
         // qs hold sub-block 2p in the low nibbles and 2p + 1 in the high ones;
         // bit j of qh[l] is the fifth bit of element l of sub-block j.
         constexpr bool kFive = Type == DType::Q5_K;
-        // The eight sub-block scales and mins as floats at once; per token,
-        // scale * dx[b] for the eight activation blocks and the min
-        // correction m * S[b] as one vector product.
+        // Activations share one scale per super-block (act_scale_block
+        // 256), so the sub-block scales multiply the integer dots and a
+        // super-block's eight dots are summed as integers (two chains per
+        // token); the mins' correction m * S[b] is one vector product.
         uint64_t scales, mins;
         kquant_scales_mins(blk + 4, scales, mins);
-        const typename B::F8 s = B::bytes_to_f8(scales, B::half(blk)), m = B::bytes_to_f8(mins, B::half(blk + 2));
+        const typename B::F8 m = B::bytes_to_f8(mins, B::half(blk + 2));
+        typename B::D isum[T][2];
         for (int t = 0; t < T; ++t) {
-          B::store8(sdx[t], B::mul8(s, B::load8(dx[t] + b0)));
           corr8[t] = B::fma8(m, B::load8(xs[t] + b0), corr8[t]);
+          isum[t][0] = isum[t][1] = B::dzero();
         }
         const uint8_t* qs = blk + (kFive ? 48 : 16);
         W qh{};
@@ -137,13 +146,16 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
             lo = B::or_(lo, B::template bit_to_16<2 * p>(qh));
             hi = B::or_(hi, B::template bit_to_16<2 * p + 1>(qh));
           }
+          const auto s0 = B::scale16(static_cast<int>(scales >> (16 * p) & 0xff));
+          const auto s1 = B::scale16(static_cast<int>(scales >> (16 * p + 8) & 0xff));
           for (int t = 0; t < T; ++t) {
-            auto& a0 = acc[t][(2 * p) % kChains];
-            auto& a1 = acc[t][(2 * p + 1) % kChains];
-            a0 = B::fma(B::dot_u(lo, xq[t] + (b0 + 2 * p) * 32), sdx[t][2 * p], a0);
-            a1 = B::fma(B::dot_u(hi, xq[t] + (b0 + 2 * p + 1) * 32), sdx[t][2 * p + 1], a1);
+            isum[t][0] = B::dot_u_acc(isum[t][0], lo, xq[t] + (b0 + 2 * p) * 32, s0);
+            isum[t][1] = B::dot_u_acc(isum[t][1], hi, xq[t] + (b0 + 2 * p + 1) * 32, s1);
           }
         });
+        const float d = B::half(blk);
+        for (int t = 0; t < T; ++t)
+          acc[t][0] = B::fma(B::dadd(isum[t][0], isum[t][1]), d * dx[t][b0], acc[t][0]);
       } else {  // Q6_K
         // ql[128], qh[64], scales[16] (int8), d. In each half of 128
         // elements, activation block k (0..3) takes the low (k < 2) or high
@@ -151,7 +163,8 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
         // biased by 32 and sub-blocks of 16 have their own scale.
         const float d = B::half(blk + 208);
         const auto* sc = reinterpret_cast<const int8_t*>(blk + 192);
-        for (int t = 0; t < T; ++t) B::store8(sdx[t], B::mul8(B::set8(d), B::load8(dx[t] + b0)));
+        typename B::D isum[T][2];  // as for Q4_K: one activation scale per super-block
+        for (int t = 0; t < T; ++t) isum[t][0] = isum[t][1] = B::dzero();
         unroll<2>([&](auto h) {
           const W ql0 = B::load32(blk + 64 * h), ql1 = B::load32(blk + 64 * h + 32);
           const W qh = B::load32(blk + 128 + 32 * h);
@@ -159,13 +172,12 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
             const W nib = k < 2 ? B::low4(k % 2 ? ql1 : ql0) : B::high4(k % 2 ? ql1 : ql0);
             const W w = B::minus32(B::or_(nib, B::template pair_to_48<2 * k>(qh)));
             const int64_t b = b0 + 4 * h + k;
-            const int lo = sc[8 * h + 2 * k], hi = sc[8 * h + 2 * k + 1];
-            for (int t = 0; t < T; ++t) {
-              auto& a = acc[t][(4 * h + k) % kChains];
-              a = B::fma(B::dot_s16(w, xq[t] + b * 32, lo, hi), sdx[t][4 * h + k], a);
-            }
+            const auto s = B::scale16_pair(sc[8 * h + 2 * k], sc[8 * h + 2 * k + 1]);
+            for (int t = 0; t < T; ++t) isum[t][k % 2] = B::dot_s16_acc(isum[t][k % 2], w, xq[t] + b * 32, s);
           });
         });
+        for (int t = 0; t < T; ++t)
+          acc[t][0] = B::fma(B::dadd(isum[t][0], isum[t][1]), d * dx[t][b0], acc[t][0]);
       }
     }
   }
@@ -186,12 +198,15 @@ void matmul_gguf(const MatmulJob& job, int64_t r0, int64_t r1) {
 // Installs the GGUF block kernels of one level.
 template <class B>
 void install_gguf_matmul(KernelTable& t) {
-  auto set = [&](DType d, MatmulFn fn) { t.matmul[static_cast<int>(d)] = {fn, true, 1}; };
-  set(DType::Q4_0, matmul_gguf<B, DType::Q4_0>);
-  set(DType::Q8_0, matmul_gguf<B, DType::Q8_0>);
-  set(DType::Q4_K, matmul_gguf<B, DType::Q4_K>);
-  set(DType::Q5_K, matmul_gguf<B, DType::Q5_K>);
-  set(DType::Q6_K, matmul_gguf<B, DType::Q6_K>);
+  // The K-quants want one activation scale per super-block of 256.
+  auto set = [&](DType d, MatmulFn fn, int act_scale_block) {
+    t.matmul[static_cast<int>(d)] = {fn, true, 1, act_scale_block};
+  };
+  set(DType::Q4_0, matmul_gguf<B, DType::Q4_0>, kActBlock);
+  set(DType::Q8_0, matmul_gguf<B, DType::Q8_0>, kActBlock);
+  set(DType::Q4_K, matmul_gguf<B, DType::Q4_K>, 256);
+  set(DType::Q5_K, matmul_gguf<B, DType::Q5_K>, 256);
+  set(DType::Q6_K, matmul_gguf<B, DType::Q6_K>, 256);
 }
 
 }  // namespace

@@ -87,7 +87,7 @@ void matmul_fused(const KernelTable& table, std::span<const MatmulTarget> target
   // Per calling thread and reused: the buffers only grow, so steady-state
   // decoding quantizes activations without allocating.
   thread_local ActBlocks xq;
-  if (e.int8_acts) quantize_acts(x, n, w0.cols(), padded_cols(w0), xq);
+  if (e.int8_acts) quantize_acts(x, n, w0.cols(), padded_cols(w0), xq, e.act_scale_block);
   MatmulJob jobs[kMaxFusedTargets];
   int64_t begin[kMaxFusedTargets + 1] = {0};
   const size_t count = targets.size();

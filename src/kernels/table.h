@@ -37,6 +37,7 @@ struct MatmulEntry {
   MatmulFn fn = nullptr;
   bool int8_acts = false;  // wants X quantized to int8 blocks of 32 first
   int64_t row_align = 1;   // rows per tile: thread chunks start at multiples
+  int act_scale_block = kActBlock;  // columns sharing one activation scale (ActBlocks::scale_block)
 };
 
 struct KernelTable {

@@ -57,6 +57,8 @@ struct Avx512 {
   static __m256i dot8_s8s8(__m256i w, __m256i x) {
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_xor_si256(w, _mm256_set1_epi8(-128)), x);
   }
+  // acc + pairwise int16 products of p and s summed into int32 lanes.
+  static __m256i madd_acc(__m256i acc, __m256i p, __m256i s) { return _mm256_dpwssd_epi32(acc, p, s); }
 };
 #endif
 
@@ -89,6 +91,7 @@ struct Avx2 {
   }
   // |w| <= 127 (codes are symmetric), so 2 * 127 * 127 fits too.
   static __m256i dot8_s8s8(__m256i w, __m256i x) { return dot8_u8s8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)); }
+  static __m256i madd_acc(__m256i acc, __m256i p, __m256i s) { return _mm256_add_epi32(acc, _mm256_madd_epi16(p, s)); }
   static I dot_u8s8(I acc, I u, I s) {
     return {_mm256_add_epi32(acc.a, dot8_u8s8(u.a, s.a)), _mm256_add_epi32(acc.b, dot8_u8s8(u.b, s.b))};
   }
@@ -160,13 +163,22 @@ struct X86Blocks {
   static __m256i x32(const int8_t* q) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)); }
   static D dot_u(W w, const int8_t* q) { return V::dot8_u8s8(w, x32(q)); }
   static D dot_s8(W w, const int8_t* q) { return V::dot8_s8s8(w, x32(q)); }
-  // Signs onto the activations, |code| <= 32: pair sums <= 2 * 32 * 127 in
-  // int16, then one multiply-add with each half's scale into int32.
-  static D dot_s16(W w, const int8_t* q, int lo, int hi) {
-    const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x32(q), w));
-    return _mm256_madd_epi16(p, _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(hi)),
-                                                 _mm_set1_epi16(static_cast<int16_t>(lo))));
+  // Integer sub-block scales: maddubs gives pair sums in int16 (codes
+  // <= 31: <= 2 * 31 * 127), one multiply-add with the scale sums them into
+  // int32 (V::madd_acc: vpmaddwd + add, or vpdpwssd).
+  static __m256i scale16(int sc) { return _mm256_set1_epi16(static_cast<int16_t>(sc)); }
+  static D dot_u_acc(D acc, W w, const int8_t* q, __m256i s) {
+    return V::madd_acc(acc, _mm256_maddubs_epi16(w, x32(q)), s);
   }
+  static __m256i scale16_pair(int lo, int hi) {
+    return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(hi)), _mm_set1_epi16(static_cast<int16_t>(lo)));
+  }
+  // Signs onto the activations, |code| <= 32: pair sums <= 2 * 32 * 127.
+  static D dot_s16_acc(D acc, W w, const int8_t* q, __m256i s) {
+    return V::madd_acc(acc, _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x32(q), w)), s);
+  }
+  static D dzero() { return _mm256_setzero_si256(); }
+  static D dadd(D a, D b) { return _mm256_add_epi32(a, b); }
   static A zero() { return _mm256_setzero_ps(); }
   static A fma(D d, float s, A acc) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(s), acc); }
   static A add(A a, A b) { return _mm256_add_ps(a, b); }
@@ -176,10 +188,7 @@ struct X86Blocks {
     const __m256i v = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(b)));
     return _mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(s));
   }
-  static F8 set8(float v) { return _mm256_set1_ps(v); }
   static F8 load8(const float* p) { return _mm256_loadu_ps(p); }
-  static void store8(float* p, F8 v) { _mm256_storeu_ps(p, v); }
-  static F8 mul8(F8 a, F8 b) { return _mm256_mul_ps(a, b); }
   static F8 fma8(F8 a, F8 b, F8 c) { return _mm256_fmadd_ps(a, b, c); }
   static F8 zero8() { return _mm256_setzero_ps(); }
   static float hsum8(F8 v) { return hsum(v); }

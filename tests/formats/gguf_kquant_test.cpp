@@ -263,8 +263,9 @@ TEST_P(KQuantType, QuantizeThenDequantizeIsClose) {
 // Every kernel level: results equal a double-precision dot of the
 // dequantized rows, on an odd number of rows, single- and multi-threaded.
 // Levels with an int8 kernel for the type (Q4_K, Q5_K, Q6_K: gguf_kernels.h)
-// quantize the activations to int8 blocks of 32 first, which moves each
-// product by at most |w| * d/2 (d = max|x| / 127 of the block); the others
+// quantize the activations to int8 first (one scale per 256 columns), which
+// moves each product by at most |w| * d/2 (d = max|x| / 127 of those
+// columns); the others
 // run the scalar entry and differ only by rounding (1e-6 of sum |w x|).
 // tests/kernels/test_matmul_kquant.cpp checks the int8 kernels exactly.
 TEST_P(KQuantType, MatmulOnEveryIsaMatchesDequantizedDot) {
@@ -278,31 +279,42 @@ TEST_P(KQuantType, MatmulOnEveryIsaMatchesDequantizedDot) {
   auto bytes = quantize_k(t, w.data(), rows, cols);
   const TensorView tv = weight(t, rows, cols, bytes);
   const auto wd = dequant_all(tv);
-  std::vector<double> want(static_cast<size_t>(n * rows)), scale(want.size()), act_err(want.size());
+  std::vector<double> want(static_cast<size_t>(n * rows)), scale(want.size());
   for (int k = 0; k < n; ++k)
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t b = 0; b < cols; b += 32) {
-        double amax = 0, wsum = 0;
-        for (int64_t c = b; c < b + 32; ++c) {
-          want[k * rows + r] += double{wd[r * cols + c]} * x[k * cols + c];
-          scale[k * rows + r] += std::fabs(double{wd[r * cols + c]} * x[k * cols + c]);
-          amax = std::max(amax, std::fabs(double{x[k * cols + c]}));
-          wsum += std::fabs(double{wd[r * cols + c]});
-        }
-        act_err[k * rows + r] += amax / 127.0 / 2.0 * wsum;
+      for (int64_t c = 0; c < cols; ++c) {
+        want[k * rows + r] += double{wd[r * cols + c]} * x[k * cols + c];
+        scale[k * rows + r] += std::fabs(double{wd[r * cols + c]} * x[k * cols + c]);
       }
+  // The activation error bound for activations sharing one scale per
+  // `block` columns.
+  auto act_err = [&](int block, int k, int64_t r) {
+    double err = 0;
+    for (int64_t b = 0; b < cols; b += block) {
+      double amax = 0, wsum = 0;
+      for (int64_t c = b; c < std::min(cols, b + block); ++c) {
+        amax = std::max(amax, std::fabs(double{x[k * cols + c]}));
+        wsum += std::fabs(double{wd[r * cols + c]});
+      }
+      err += amax / 127.0 / 2.0 * wsum;
+    }
+    return err;
+  };
   ThreadPool pool(2);
   for (auto isa : kernels::supported_isas()) {
     SCOPED_TRACE(kernels::isa_name(isa));
     const auto& table = kernels::kernel_table(isa);
-    const bool int8_acts = table.matmul[static_cast<int>(t)].int8_acts;
+    const auto& entry = table.matmul[static_cast<int>(t)];
     for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
       std::vector<float> y(static_cast<size_t>(n * rows), NAN);
       kernels::matmul_with(table, tv, x.data(), n, y.data(), p);
-      for (size_t i = 0; i < y.size(); ++i) {
-        const double tol = int8_acts ? act_err[i] + 2e-5 * scale[i] : 1e-6 * scale[i] + 1e-30;
-        ASSERT_NEAR(y[i], want[i], tol) << "output " << i;
-      }
+      for (int k = 0; k < n; ++k)
+        for (int64_t r = 0; r < rows; ++r) {
+          const size_t i = static_cast<size_t>(k * rows + r);
+          const double tol = entry.int8_acts ? act_err(entry.act_scale_block, k, r) + 2e-5 * scale[i]
+                                             : 1e-6 * scale[i] + 1e-30;
+          ASSERT_NEAR(y[i], want[i], tol) << "output " << i;
+        }
     }
   }
 }

@@ -2,9 +2,10 @@
 // src/kernels/gguf_kernels.h) on every level this CPU runs, against an
 // integer-exact reference built from the block fields (packed by the
 // test-side encoder tests/common/gguf_kquant_pack.h, not the library's).
-// With the kernel's own quantized activations (quantize_acts), per token t,
-// row r and sub-block s (32 elements for Q4_K/Q5_K, 16 for Q6_K) inside
-// activation block b:
+// With the kernel's own quantized activations (quantize_acts with the
+// entry's act_scale_block: one scale dx per 256 columns for these types),
+// per token t, row r and sub-block s (32 elements for Q4_K/Q5_K, 16 for
+// Q6_K) inside activation block b:
 //
 //   y[t, r] = sum_s  (d * sc[s]) * dx[t,b] * I[s]  -  (dmin * m[s]) * dx[t,b] * S[s]
 //   I = sum code * qx (Q6_K: code - 32)   S = sum qx   (exact integers)
@@ -168,13 +169,15 @@ TEST_P(MatmulKQuant, MatchesIntegerReferenceOnEveryLevel) {
     // n = 1 (decode), every token-tile remainder, an odd prefill size.
     for (int n : {1, 2, 3, 4, 5, 7, 13}) {
       const auto x = make_x(n, cols, 70 + n + cols);
-      ActBlocks a;
-      quantize_acts(x.data(), n, cols, cols, a);
-      const ExactRef ref = exact_reference(type, w, rows, cols, a);
       for (Isa isa : levels) {
         SCOPED_TRACE(testing::Message() << isa_name(isa) << " " << dtype_name(type) << " rows=" << rows
                                         << " cols=" << cols << " n=" << n);
         const KernelTable& table = kernel_table(isa);
+        // The activations as this kernel has them quantized (one scale per
+        // super-block of 256: MatmulEntry::act_scale_block).
+        ActBlocks a;
+        quantize_acts(x.data(), n, cols, cols, a, table.matmul[static_cast<int>(type)].act_scale_block);
+        const ExactRef ref = exact_reference(type, w, rows, cols, a);
         std::vector<float> y(static_cast<size_t>(n * rows), NAN), y2(y.size(), NAN);
         matmul_with(table, w.view, x.data(), n, y.data(), nullptr);
         for (int t = 0; t < n; ++t)
@@ -202,7 +205,7 @@ TEST_P(MatmulKQuant, ReferenceAgreesWithDecodedValues) {
   const int n = 4;
   const auto x = make_x(n, cols, 10);
   ActBlocks a;
-  quantize_acts(x.data(), n, cols, cols, a);
+  quantize_acts(x.data(), n, cols, cols, a, 256);
   const ExactRef ref = exact_reference(type, w, rows, cols, a);
   std::vector<float> row(static_cast<size_t>(cols));
   for (int64_t r = 0; r < rows; ++r) {
@@ -245,12 +248,16 @@ INSTANTIATE_TEST_SUITE_P(KQuants, MatmulKQuant, testing::ValuesIn(kKTypes),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // Every SIMD level has the K-quant kernels (a level that lost one would run
-// these files on the scalar reference, some 30 times slower).
+// these files on the scalar reference, some 30 times slower), and they take
+// one activation scale per super-block.
 TEST(MatmulKQuant, EverySimdLevelHasThem) {
   for (Isa isa : supported_isas()) {
     if (isa == Isa::Scalar) continue;
-    for (DType t : kKTypes)
-      EXPECT_TRUE(kernel_table(isa).matmul[static_cast<int>(t)].int8_acts) << isa_name(isa) << " " << dtype_name(t);
+    for (DType t : kKTypes) {
+      const MatmulEntry& e = kernel_table(isa).matmul[static_cast<int>(t)];
+      EXPECT_TRUE(e.int8_acts) << isa_name(isa) << " " << dtype_name(t);
+      EXPECT_EQ(e.act_scale_block, 256) << isa_name(isa) << " " << dtype_name(t);
+    }
   }
 }
 
