@@ -9,18 +9,24 @@
 
 #include "common/test_util.h"
 #include "kernels/act_quant.h"
+#include "util/error.h"
 
 namespace pocket::kernels {
 namespace {
 
-void expect_matches_definition(const std::vector<float>& x, int n, int64_t cols, int64_t kpad, ActBlocks& a) {
-  SCOPED_TRACE(testing::Message() << "n=" << n << " cols=" << cols << " kpad=" << kpad);
-  quantize_acts(x.data(), n, cols, kpad, a);
+// `scale_block` columns share one d (32, or 256 for the K-quant kernels).
+void expect_matches_definition(const std::vector<float>& x, int n, int64_t cols, int64_t kpad, ActBlocks& a,
+                               int scale_block = kActBlock) {
+  SCOPED_TRACE(testing::Message() << "n=" << n << " cols=" << cols << " kpad=" << kpad << " scale block "
+                                  << scale_block);
+  quantize_acts(x.data(), n, cols, kpad, a, scale_block);
   ASSERT_EQ(a.nb, kpad / kActBlock);
+  ASSERT_EQ(a.scale_block, scale_block);
   for (int t = 0; t < n; ++t)
     for (int64_t b = 0; b < a.nb; ++b) {
       float amax = 0;
-      for (int64_t k = b * 32; k < std::min(cols, b * 32 + 32); ++k) {
+      const int64_t s0 = b * 32 / scale_block * scale_block;
+      for (int64_t k = s0; k < std::min(cols, s0 + scale_block); ++k) {
         float v = std::fabs(x[t * cols + k]);
         if (v > amax) amax = v;  // NaN is skipped
       }
@@ -48,6 +54,21 @@ TEST(ActQuant, MatchesDefinition) {
     for (auto& v : x) v = rng.uniform(-3.0f, 3.0f);
     expect_matches_definition(x, n, cols, kpad, a);
   }
+}
+
+// One scale per 256 columns: the amax is taken over the super-block (a
+// partial one at the end of a row too), and kpad must hold whole ones.
+TEST(ActQuant, SuperBlockScalesMatchDefinition) {
+  test::Rng rng(6);
+  ActBlocks a;
+  for (auto [n, cols, kpad] : {std::tuple{3, 256, 256}, {2, 768, 768}, {1, 300, 512}, {4, 1024, 1024}}) {
+    std::vector<float> x(static_cast<size_t>(n * cols));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = rng.uniform(-3.0f, 3.0f) * (i % 97 == 0 ? 8.0f : 1.0f);
+    expect_matches_definition(x, n, cols, kpad, a, 256);
+  }
+  std::vector<float> x(320, 1.0f);
+  EXPECT_THROW(quantize_acts(x.data(), 1, 320, 320, a, 256), Error);  // 320 is not whole super-blocks
+  EXPECT_THROW(quantize_acts(x.data(), 1, 320, 320, a, 64), Error);
 }
 
 TEST(ActQuant, TiesRoundToEvenAndNonFiniteStaysDefined) {
