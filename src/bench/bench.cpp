@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <vector>
@@ -27,6 +28,15 @@ Stat stat_of(std::vector<double> v) {
   s.max = v.back();
   s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
   return s;
+}
+
+// Resets VmHWM to the current RSS (Linux clear_refs "5"); false where the
+// kernel or a sandbox does not allow it.
+bool reset_peak_rss() {
+  std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (f == nullptr) return false;
+  const bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
 }
 
 double rss_mb(const char* field) {
@@ -109,6 +119,16 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
   // session's KV cache: the warm-up run pays the first touch of its pages.
   Context ctx(c, n_ctx);
   auto stopped = [&] { return opt.stop != nullptr && opt.stop->load(std::memory_order_relaxed); };
+  // The bandwidth probes run between the runs (after each but the last), so
+  // their median follows the host over the same minutes as the runs (a
+  // shared VM's bandwidth moves by itself). The probe's buffer must not
+  // count in the peak memory: VmHWM is read after each run and reset after
+  // each probe, and the peak is the largest reading. Where VmHWM cannot be
+  // reset, the probes all run after the runs instead.
+  std::vector<double> probes;
+  auto probe = [&] { probes.push_back(measure_read_bandwidth(opt.threads, opt.bandwidth_bytes, opt.bandwidth_reps)); };
+  double peak_mb = 0;
+  bool interleave = reset_peak_rss();
   for (int run = 0; run <= opt.runs && !stopped(); ++run) {  // run 0 is the warm-up
     auto prompt = random_ids(opt.prompt, c.vocab_size, rng);
     auto gen = random_ids(opt.gen, c.vocab_size, rng);
@@ -124,6 +144,11 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
       model.forward(std::span<const int32_t>(&t, 1), ctx, pool, logits.data());
     }
     const double td_s = seconds_since(td);
+    peak_mb = std::max(peak_mb, rss_mb("VmHWM"));
+    if (interleave && run < opt.runs && !stopped()) {
+      probe();
+      interleave = reset_peak_rss();  // should it stop working, the rest run after the runs
+    }
     if (run == 0 || stopped()) continue;  // the warm-up, or a run cut short
     cpu.push_back(process_cpu_seconds() - cpu0);
     prefill.push_back(opt.prompt / tp_s);
@@ -137,7 +162,7 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
   r.prefill_tok_s = stat_of(prefill);
   r.decode_tok_s = stat_of(decode);
   r.cpu_s_per_inference = stat_of(cpu).median;
-  r.peak_rss_mb = rss_mb("VmHWM");
+  r.peak_rss_mb = std::max(peak_mb, rss_mb("VmHWM"));
   r.peak_increase_mb = r.peak_rss_mb - r.baseline_rss_mb;
 
   if (rapl0 && rapl1) {
@@ -154,9 +179,14 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
   // The mean context of the decode steps is p + (n - 1) / 2 cached positions
   // plus the token itself.
   r.bytes_per_token = decode_bytes(*m.file, opt.prompt + (opt.gen + 1) / 2.0, &r.kv_bytes_per_token);
-  if (r.interrupted) return r;  // no bandwidth test after a Ctrl-C: report now
-  // Measured after the peak memory reading: the buffer would count in it.
-  r.bandwidth_bytes_s = measure_read_bandwidth(opt.threads, opt.bandwidth_bytes, opt.bandwidth_reps);
+  if (r.interrupted) return r;  // no (further) bandwidth test after a Ctrl-C: report now
+  // Probes not yet taken run now, after the peak memory reading (their
+  // buffer would count in it).
+  r.bandwidth_interleaved = !probes.empty();
+  while (static_cast<int>(probes.size()) < opt.runs) probe();
+  r.bandwidth = stat_of(probes);
+  r.bandwidth_probes = static_cast<int>(probes.size());
+  r.bandwidth_bytes_s = r.bandwidth.median;
   r.roofline_tok_s = r.bandwidth_bytes_s / r.bytes_per_token;
   r.bandwidth_fraction = r.decode_tok_s.median * r.bytes_per_token / r.bandwidth_bytes_s;
   return r;

@@ -3,7 +3,9 @@
 // that context" through Model::forward with synthetic random token ids and a
 // fresh Context per run; medians with min and max; load time to the first
 // token; peak memory over the pre-load baseline; bytes read per decoded
-// token against the measured memory bandwidth; CPU time and energy.
+// token against the measured memory bandwidth (a probe after each run but
+// the last, so the figure follows the host while the runs do; median and
+// spread); CPU time and energy.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -43,7 +45,10 @@ struct BenchReport {
   double baseline_rss_mb = 0, peak_rss_mb = 0, peak_increase_mb = 0;
   double bytes_per_token = 0;   // weights + one embedding row + KV at the mean context
   double kv_bytes_per_token = 0;  // the KV part of bytes_per_token
-  double bandwidth_bytes_s = 0;   // measured read bandwidth, same thread count
+  double bandwidth_bytes_s = 0;   // measured read bandwidth, same thread count: median of the probes
+  Stat bandwidth;                 // the probes' median, min and max (bytes/s)
+  int bandwidth_probes = 0;
+  bool bandwidth_interleaved = false;  // probes between the runs (false: all after them)
   double bandwidth_fraction = 0;  // median decode rate x bytes_per_token / bandwidth
   double roofline_tok_s = 0;      // bandwidth / bytes_per_token
   double cpu_s_per_inference = 0;  // median over runs (prefill p + decode n)

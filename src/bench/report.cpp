@@ -41,7 +41,10 @@ std::string format_table(const BenchReport& r) {
                                   r.peak_rss_mb));
   row("bytes read per decoded token", fmt("%.1f MB (KV cache %.1f MB)", r.bytes_per_token / 1e6, r.kv_bytes_per_token / 1e6));
   if (r.bandwidth_bytes_s > 0) {
-    row("read bandwidth (measured)", fmt("%.1f GB/s", r.bandwidth_bytes_s / 1e9));
+    row("read bandwidth (measured)",
+        fmt("%.1f GB/s [%.1f, %.1f]", r.bandwidth.median / 1e9, r.bandwidth.min / 1e9, r.bandwidth.max / 1e9) +
+            ", median of " + std::to_string(r.bandwidth_probes) + " probes " +
+            (r.bandwidth_interleaved ? "between the runs" : "after the runs"));
     row("decode roofline", fmt("%.1f tok/s; median decode uses %.0f%% of the bandwidth", r.roofline_tok_s,
                                100.0 * r.bandwidth_fraction));
   } else {
@@ -77,6 +80,9 @@ std::string format_json(const BenchReport& r) {
       {"bytes_per_token", r.bytes_per_token},
       {"kv_bytes_per_token", r.kv_bytes_per_token},
       {"bandwidth_bytes_s", r.bandwidth_bytes_s},
+      {"bandwidth_probes_bytes_s", {{"median", r.bandwidth.median}, {"min", r.bandwidth.min}, {"max", r.bandwidth.max}}},
+      {"bandwidth_probes", r.bandwidth_probes},
+      {"bandwidth_interleaved", r.bandwidth_interleaved},
       {"bandwidth_fraction", r.bandwidth_fraction},
       {"roofline_tok_s", r.roofline_tok_s},
       {"cpu_s_per_inference", r.cpu_s_per_inference},

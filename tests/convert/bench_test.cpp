@@ -31,7 +31,7 @@ TEST(BenchCli, JsonHasTheReportedFields) {
   run(cli + " create --preset tiny-qwen3 --weights q4 --group 32 -o " + model + " 2>&1", &rc);
   ASSERT_EQ(rc, 0);
   std::string out = run(cli + " bench -m " + model +
-                            " -p 32 -n 8 -t 2 --runs 2 --bandwidth-bytes 16777216 --watts-per-core 4 --json",
+                            " -p 32 -n 8 -t 2 --runs 2 --bandwidth-bytes 67108864 --watts-per-core 4 --json",
                         &rc);
   ASSERT_EQ(rc, 0) << out;
   nlohmann::json j = nlohmann::json::parse(out);
@@ -39,8 +39,17 @@ TEST(BenchCli, JsonHasTheReportedFields) {
                           "gen_tokens", "runs", "load_to_first_token_s", "prefill_tok_s", "decode_tok_s",
                           "baseline_rss_mb", "peak_rss_mb", "peak_rss_increase_mb", "bytes_per_token",
                           "kv_bytes_per_token", "bandwidth_bytes_s", "bandwidth_fraction", "roofline_tok_s",
-                          "cpu_s_per_inference", "energy_j", "energy_source", "watts_per_core", "battery_fraction"})
+                          "cpu_s_per_inference", "energy_j", "energy_source", "watts_per_core", "battery_fraction",
+                          "bandwidth_probes_bytes_s", "bandwidth_probes", "bandwidth_interleaved"})
     EXPECT_TRUE(j.contains(key)) << key;
+  // One bandwidth probe per measured run, the reported figure their median.
+  EXPECT_EQ(j["bandwidth_probes"], 2);
+  EXPECT_EQ(j["bandwidth_bytes_s"], j["bandwidth_probes_bytes_s"]["median"]);
+  EXPECT_LE(j["bandwidth_probes_bytes_s"]["min"].get<double>(), j["bandwidth_probes_bytes_s"]["max"].get<double>());
+  EXPECT_GT(j["bandwidth_probes_bytes_s"]["min"].get<double>(), 0);
+  // The probes' 64 MiB buffer is not part of the model's peak memory (the
+  // tiny model itself adds a few MB).
+  EXPECT_LT(j["peak_rss_increase_mb"].get<double>(), 32.0);
   for (const char* key : {"prefill_tok_s", "decode_tok_s"}) {
     EXPECT_LE(j[key]["min"].get<double>(), j[key]["median"].get<double>());
     EXPECT_LE(j[key]["median"].get<double>(), j[key]["max"].get<double>());
@@ -59,6 +68,7 @@ TEST(BenchCli, JsonHasTheReportedFields) {
   std::string table = run(cli + " bench -m " + model + " -p 8 -n 4 -t 1 --runs 1 --bandwidth-bytes 16777216", &rc);
   ASSERT_EQ(rc, 0) << table;
   EXPECT_NE(table.find("1 warm-up + 1 runs"), std::string::npos) << table;
+  EXPECT_NE(table.find("median of 1 probes"), std::string::npos) << table;
 
   // Bad options fail with a message, not a crash.
   std::string bad = run(cli + " bench -m " + model + " -p 0 2>&1", &rc);
