@@ -139,7 +139,11 @@ struct ArmBlocksBase {
   struct ScalePair {
     int lo, hi;
   };
-  static ScalePair scale16_pair(int lo, int hi) { return {lo, hi}; }
+  static const int8_t* q6_scales(const int8_t* sc) { return sc; }
+  template <int K>
+  static ScalePair scale16_pair(const int8_t* sc) {
+    return {sc[2 * K], sc[2 * K + 1]};
+  }
   static D dzero() { return vdupq_n_s32(0); }
   static D dadd(D a, D b) { return vaddq_s32(a, b); }
   static A zero() { return vdupq_n_f32(0); }

@@ -33,7 +33,8 @@
 //   dot_s8(w, q)            codes -128..127 (plus kS8Bias * sum(q))
 //   scale16(sc)             an integer sub-block scale as dot_u_acc takes it
 //   dot_u_acc(acc, w, q, s) acc + sc * dot(w, q), codes 0..31, sc 0..63
-//   scale16_pair(lo, hi)    Q6_K's two int8 scales of one block of 32
+//   q6_scales(sc)           the 8 int8 scales of one half of a Q6_K super-block
+//   scale16_pair<k>(s)      scales 2k and 2k + 1 of those, as dot_s16_acc takes them
 //   dot_s16_acc(acc, w, q, s)  codes -32..31: acc + lo * dot(first 16) + hi * dot(last 16)
 //   dzero(), dadd(a, b)     int32 partial sums
 //   zero(), fma(d, s, acc)  acc + s * float(d)
@@ -168,11 +169,12 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
         unroll<2>([&](auto h) {
           const W ql0 = B::load32(blk + 64 * h), ql1 = B::load32(blk + 64 * h + 32);
           const W qh = B::load32(blk + 128 + 32 * h);
+          const auto half_scales = B::q6_scales(sc + 8 * h);
           unroll<4>([&](auto k) {
             const W nib = k < 2 ? B::low4(k % 2 ? ql1 : ql0) : B::high4(k % 2 ? ql1 : ql0);
             const W w = B::minus32(B::or_(nib, B::template pair_to_48<2 * k>(qh)));
             const int64_t b = b0 + 4 * h + k;
-            const auto s = B::scale16_pair(sc[8 * h + 2 * k], sc[8 * h + 2 * k + 1]);
+            const auto s = B::template scale16_pair<k>(half_scales);
             for (int t = 0; t < T; ++t) isum[t][k % 2] = B::dot_s16_acc(isum[t][k % 2], w, xq[t] + b * 32, s);
           });
         });

@@ -170,8 +170,22 @@ struct X86Blocks {
   static D dot_u_acc(D acc, W w, const int8_t* q, __m256i s) {
     return V::madd_acc(acc, _mm256_maddubs_epi16(w, x32(q)), s);
   }
-  static __m256i scale16_pair(int lo, int hi) {
-    return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(hi)), _mm_set1_epi16(static_cast<int16_t>(lo)));
+  // The 8 scales as int16, in both 128-bit lanes; scale16_pair<k> then
+  // spreads scale 2k over the low lane and 2k + 1 over the high one with
+  // one in-lane byte shuffle.
+  static __m256i q6_scales(const int8_t* sc) {
+    int64_t v;
+    std::memcpy(&v, sc, 8);
+    return _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_cvtsi64_si128(v)));
+  }
+  template <int K>
+  static __m256i scale16_pair(__m256i s) {
+    const char lo0 = static_cast<char>(4 * K), lo1 = static_cast<char>(4 * K + 1);
+    const char hi0 = static_cast<char>(4 * K + 2), hi1 = static_cast<char>(4 * K + 3);
+    const __m256i pick = _mm256_setr_epi8(lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0, lo1, lo0,
+                                          lo1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1,
+                                          hi0, hi1);
+    return _mm256_shuffle_epi8(s, pick);
   }
   // Signs onto the activations, |code| <= 32: pair sums <= 2 * 32 * 127.
   static D dot_s16_acc(D acc, W w, const int8_t* q, __m256i s) {
