@@ -32,7 +32,7 @@
 //    group: byte 4r+i holds q[r][k0+i].
 //
 // Per row this is G/2 + 4 (PQ4) and G + 2 (PQ8) bytes per group, as
-// dtype_block_bytes() reports: 4.5 / 4.25 / 4.125 bits per weight for PQ4 at
+// dtype_block_bytes() reports: 5 / 4.5 / 4.25 bits per weight for PQ4 at
 // G = 32 / 64 / 128.
 #pragma once
 #include <cstdint>

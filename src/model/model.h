@@ -28,6 +28,9 @@ class Model {
 
   const ModelConfig& config() const { return cfg_; }
   const ModelFile& file() const { return *file_; }
+  // Weights re-laid out at load for faster kernels (GGUF Q4_0 as PQ4, the
+  // same values exactly: quant/repack.h); their file pages are released.
+  int repacked_weights() const { return static_cast<int>(repacked_.size()); }
 
   // Largest number of tokens processed in one batch; longer inputs are split.
   static constexpr int kMaxBatch = 128;
@@ -55,6 +58,12 @@ class Model {
   std::vector<float> output_norm_;
   std::vector<float> inv_freq_;
   std::vector<Layer> layers_;
+  struct Repacked {
+    std::vector<uint8_t> bytes;
+    TensorView view;
+  };
+  std::vector<std::unique_ptr<Repacked>> repacked_;  // owns the views the pointers above may point to
+  void repack_weights();
 };
 
 }  // namespace pocket

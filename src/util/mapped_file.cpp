@@ -47,6 +47,15 @@ void MappedFile::prefault() const {
 #endif
 }
 
+void MappedFile::release(const void* p, size_t n) const {
+  const auto* b = static_cast<const uint8_t*>(p);
+  if (data_ == nullptr || b < data_ || n > size_ || b - data_ > static_cast<std::ptrdiff_t>(size_ - n)) return;
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(b) + page - 1) / page * page;
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(b) + n) / page * page;
+  if (lo < hi) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   unregister_mapping(guard_slot_);
   if (data_ != nullptr) munmap(const_cast<uint8_t*>(data_), size_);

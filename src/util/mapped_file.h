@@ -31,6 +31,12 @@ class MappedFile {
   // its mapping (truncated on disk since it was opened).
   void prefault() const;
 
+  // Drops the whole pages of [p, p + n) that lie in this mapping from the
+  // process's resident memory (they are re-read from the page cache if
+  // touched again); for weights a model has copied. Best effort; ranges
+  // outside the mapping are ignored.
+  void release(const void* p, size_t n) const;
+
  private:
   MappedFile() = default;
   const uint8_t* data_ = nullptr;
