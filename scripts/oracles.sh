@@ -5,7 +5,8 @@
 # plus random strings, a new seed each run), and the TokenizerLive tests
 # against those cases; conversations rendered by transformers'
 # apply_chat_template for the ChatLive test; then GGUF files written by `gguf` (the library
-# llama.cpp's converters use) for the GgufLive test. Without PyPI the stage says so and stops with success:
+# llama.cpp's converters use) for the GgufLive test, and a plain GGUF written by Pocket read back by
+# gguf. Without PyPI the stage says so and stops with success:
 # the committed golden files (release stage) still check parity.
 #   scripts/oracles.sh BUILD_DIR     (BUILD_DIR holds pocket_tests_tokenizer)
 set -euo pipefail
@@ -44,3 +45,10 @@ POCKET_ORACLE_CASES="$cases" "$build/pocket_tests_tokenizer" --gtest_filter='Tok
 POCKET_ORACLE_CHAT="$cases/chat_qwen3.json" "$build/pocket_tests_generate" --gtest_filter='ChatLive.*' --gtest_brief=1
 "$venv/bin/python" "$root/tools/oracles/gguf_files.py" "$data/gpt2_small/tokenizer.json" "$root/build/oracle-gguf"
 POCKET_ORACLE_GGUF="$root/build/oracle-gguf" "$build/pocket_tests_formats" --gtest_filter='GgufLive.*' --gtest_brief=1
+# The other direction: a plain GGUF written by `pocket quantize --format gguf`
+# (from a synthetic F16 Pocket file) read back by gguf.
+plain="$root/build/oracle-gguf/plain"
+mkdir -p "$plain"
+"$build/pocket" create --preset tiny-qwen3 --weights f16 -o "$plain/src.pocket" >/dev/null
+"$build/pocket" quantize "$plain/src.pocket" "$plain/plain.gguf" --format gguf --weights f16 --embed f16 >/dev/null
+"$venv/bin/python" "$root/tools/oracles/plain_gguf_check.py" "$plain/src.pocket" "$plain/plain.gguf"
