@@ -101,24 +101,7 @@ double rounding_tolerance(const ExactRef& ref, size_t i) {
   return (static_cast<double>(ref.blocks) + 10.0) * FLT_EPSILON * ref.mag[i];
 }
 
-// Activation rows of several kinds, by token: symmetric; mostly positive
-// (a large, coherent sum(x), so the zero-point correction dominates); and
-// block magnitudes spread over 2^-6..2^6 (scales of very different sizes).
-std::vector<float> make_x(int n, int64_t cols, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> x(static_cast<size_t>(n) * cols);
-  for (int t = 0; t < n; ++t)
-    for (int64_t k = 0; k < cols; ++k) {
-      float v;
-      switch (t % 3) {
-        case 0: v = rng.uniform(-2.0f, 2.0f); break;
-        case 1: v = rng.uniform(-0.5f, 3.0f); break;
-        default: v = std::ldexp(rng.uniform(-1.0f, 1.0f), static_cast<int>((k / 32 * 5 + t) % 13) - 6); break;
-      }
-      x[static_cast<size_t>(t) * cols + k] = v;
-    }
-  return x;
-}
+std::vector<float> make_x(int n, int64_t cols, uint64_t seed) { return test::varied_activations(n, cols, seed); }
 
 void check_exact(Isa isa, DType type, const BuiltWeight& w, int64_t rows, int64_t cols, int group,
                  const std::vector<float>& x, int n) {

@@ -130,25 +130,8 @@ double rounding_tolerance(const ExactRef& ref, int64_t cols, size_t i) {
   return (static_cast<double>(cols / kActBlock) + 10.0) * FLT_EPSILON * ref.mag[i];
 }
 
-// Token kinds as in test_matmul_exact.cpp: symmetric, mostly positive (a
-// large sum(x), so the min correction dominates), block magnitudes spread
-// over 2^-6..2^6; every fourth token constant magnitude (all +-127).
-std::vector<float> make_x(int n, int64_t cols, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> x(static_cast<size_t>(n) * cols);
-  for (int t = 0; t < n; ++t)
-    for (int64_t k = 0; k < cols; ++k) {
-      float v;
-      switch (t % 4) {
-        case 0: v = rng.uniform(-2.0f, 2.0f); break;
-        case 1: v = rng.uniform(-0.5f, 3.0f); break;
-        case 2: v = std::ldexp(rng.uniform(-1.0f, 1.0f), static_cast<int>((k / 32 * 5 + t) % 13) - 6); break;
-        default: v = (k % 3 ? 0.75f : -0.75f); break;
-      }
-      x[static_cast<size_t>(t) * cols + k] = v;
-    }
-  return x;
-}
+// The activation kinds of weight_builders.h, constant magnitude included.
+std::vector<float> make_x(int n, int64_t cols, uint64_t seed) { return test::varied_activations(n, cols, seed, 4); }
 
 std::vector<Isa> int8_levels(DType t) {
   std::vector<Isa> out;

@@ -5,6 +5,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -153,6 +154,28 @@ inline BuiltWeight build_weight(DType type, int64_t rows, int64_t cols, int grou
   w.view.nbytes = w.bytes.size();
   w.view.group = (type == DType::PQ4 || type == DType::PQ8) ? group : 0;
   return w;
+}
+
+// Activation rows of several kinds, by token t % kinds: symmetric; mostly
+// positive (a large, coherent sum(x), so zero-point and min corrections
+// dominate); block magnitudes spread over 2^-6..2^6 (scales of very
+// different sizes); with kinds = 4, also constant magnitude (every code
+// +-127).
+inline std::vector<float> varied_activations(int n, int64_t cols, uint64_t seed, int kinds = 3) {
+  Rng rng(seed);
+  std::vector<float> x(static_cast<size_t>(n) * cols);
+  for (int t = 0; t < n; ++t)
+    for (int64_t k = 0; k < cols; ++k) {
+      float v;
+      switch (t % kinds) {
+        case 0: v = rng.uniform(-2.0f, 2.0f); break;
+        case 1: v = rng.uniform(-0.5f, 3.0f); break;
+        case 2: v = std::ldexp(rng.uniform(-1.0f, 1.0f), static_cast<int>((k / 32 * 5 + t) % 13) - 6); break;
+        default: v = (k % 3 ? 0.75f : -0.75f); break;
+      }
+      x[static_cast<size_t>(t) * cols + k] = v;
+    }
+  return x;
 }
 
 // Y = X * W^T in double from the encoded values.
