@@ -80,8 +80,9 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
   const int64_t nsb = job.cols / kGgufElems<Type>;
   const uint8_t* row = job.w + r * nsb * kGgufBytes<Type>;
   // Independent accumulators per token so a decode GEMV (T = 1) is not one
-  // long chain of dependent fmas: K-quant activation block j of a
-  // super-block goes to acc[t][j % kChains].
+  // long chain of dependent fmas: Q4_0/Q8_0 block j of each step of eight
+  // goes to acc[t][j % kChains]; the K-quants add once per super-block
+  // (acc[t][0]) and keep two integer chains inside it instead.
   constexpr int kChains = T == 1 ? 4 : T == 2 ? 2 : 1;
   typename B::A acc[T][kChains];
   float corr[T][kChains];  // sums of offset * S[b] (Q4_0, Q8_0), subtracted at the end
