@@ -135,7 +135,11 @@ struct ArmBlocksBase {
   static W pair_to_48(W qh) { return each(qh, [](uint8x16_t v) { return vandq_u8(move_to_4<S>(v), vdupq_n_u8(0x30)); }); }
   static W or_(W x, W y) { return {vorrq_s8(x.a, y.a), vorrq_s8(x.b, y.b)}; }
   static W minus32(W w) { return {vsubq_s8(w.a, vdupq_n_s8(32)), vsubq_s8(w.b, vdupq_n_s8(32))}; }
-  static int scale16(int sc) { return sc; }
+  static uint64_t k_scales(uint64_t b) { return b; }
+  template <int J>
+  static int scale16(uint64_t b) {
+    return static_cast<int>(b >> (8 * J) & 0xff);
+  }
   struct ScalePair {
     int lo, hi;
   };

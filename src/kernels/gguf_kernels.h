@@ -31,7 +31,8 @@
 //   or_(a, b), minus32(w)
 //   dot_u(w, q)             codes 0..31
 //   dot_s8(w, q)            codes -128..127 (plus kS8Bias * sum(q))
-//   scale16(sc)             an integer sub-block scale as dot_u_acc takes it
+//   k_scales(b)             a super-block's 8 scale bytes (little-endian in b)
+//   scale16<j>(s)           scale j of those, as dot_u_acc takes it
 //   dot_u_acc(acc, w, q, s) acc + sc * dot(w, q), codes 0..31, sc 0..63
 //   q6_scales(sc)           the 8 int8 scales of one half of a Q6_K super-block
 //   scale16_pair<k>(s)      scales 2k and 2k + 1 of those, as dot_s16_acc takes them
@@ -138,6 +139,7 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
           corr8[t] = B::fma8(m, B::load8(xs[t] + b0), corr8[t]);
           isum[t][0] = isum[t][1] = B::dzero();
         }
+        const auto sub_scales = B::k_scales(scales);
         const uint8_t* qs = blk + (kFive ? 48 : 16);
         W qh{};
         if constexpr (kFive) qh = B::load32(blk + 16);
@@ -148,8 +150,8 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
             lo = B::or_(lo, B::template bit_to_16<2 * p>(qh));
             hi = B::or_(hi, B::template bit_to_16<2 * p + 1>(qh));
           }
-          const auto s0 = B::scale16(static_cast<int>(scales >> (16 * p) & 0xff));
-          const auto s1 = B::scale16(static_cast<int>(scales >> (16 * p + 8) & 0xff));
+          const auto s0 = B::template scale16<2 * p>(sub_scales);
+          const auto s1 = B::template scale16<2 * p + 1>(sub_scales);
           for (int t = 0; t < T; ++t) {
             isum[t][0] = B::dot_u_acc(isum[t][0], lo, xq[t] + (b0 + 2 * p) * 32, s0);
             isum[t][1] = B::dot_u_acc(isum[t][1], hi, xq[t] + (b0 + 2 * p + 1) * 32, s1);

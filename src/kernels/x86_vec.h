@@ -166,7 +166,15 @@ struct X86Blocks {
   // Integer sub-block scales: maddubs gives pair sums in int16 (codes
   // <= 31: <= 2 * 31 * 127), one multiply-add with the scale sums them into
   // int32 (V::madd_acc: vpmaddwd + add, or vpdpwssd).
-  static __m256i scale16(int sc) { return _mm256_set1_epi16(static_cast<int16_t>(sc)); }
+  // A super-block's 8 scale bytes widened to int16 once, in both 128-bit
+  // lanes; scale16<j> spreads scale j over every lane with one byte shuffle.
+  static __m256i k_scales(uint64_t b) {
+    return _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(b))));
+  }
+  template <int J>
+  static __m256i scale16(__m256i s) {
+    return _mm256_shuffle_epi8(s, _mm256_set1_epi16(static_cast<int16_t>((2 * J + 1) << 8 | 2 * J)));
+  }
   static D dot_u_acc(D acc, W w, const int8_t* q, __m256i s) {
     return V::madd_acc(acc, _mm256_maddubs_epi16(w, x32(q)), s);
   }
