@@ -127,7 +127,7 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
   // reset, the probes all run after the runs instead.
   std::vector<double> probes;
   auto probe = [&] { probes.push_back(measure_read_bandwidth(opt.threads, opt.bandwidth_bytes, opt.bandwidth_reps)); };
-  double peak_mb = 0;
+  double peak_mb = rss_mb("VmHWM");  // loading and the first token count too: read before any reset
   bool interleave = reset_peak_rss();
   for (int run = 0; run <= opt.runs && !stopped(); ++run) {  // run 0 is the warm-up
     auto prompt = random_ids(opt.prompt, c.vocab_size, rng);
