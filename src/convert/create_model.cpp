@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 
+#include "core/tensor_specs.h"
 #include "model/synthetic.h"
 #include "tokenizer/byte_level.h"
 #include "util/error.h"
@@ -23,41 +24,6 @@ std::string utf8(uint32_t cp) {
     s += static_cast<char>(0x80 | (cp & 0x3F));
   }
   return s;
-}
-
-// Canonical tensor names and shapes, in file order (as make_synthetic_model).
-struct TensorSpec {
-  std::string name;
-  int64_t rows, cols;
-};
-
-std::vector<TensorSpec> tensor_specs(const ModelConfig& c) {
-  std::vector<TensorSpec> t;
-  t.push_back({"token_embd.weight", c.vocab_size, c.dim});
-  t.push_back({"output_norm.weight", 1, c.dim});
-  if (!c.tied_embeddings) t.push_back({"output.weight", c.vocab_size, c.dim});
-  for (int l = 0; l < c.n_layers; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    t.push_back({p + "attn_norm.weight", 1, c.dim});
-    t.push_back({p + "attn_q.weight", c.q_dim(), c.dim});
-    t.push_back({p + "attn_k.weight", c.kv_dim(), c.dim});
-    t.push_back({p + "attn_v.weight", c.kv_dim(), c.dim});
-    t.push_back({p + "attn_output.weight", c.dim, c.q_dim()});
-    if (c.qkv_bias) {
-      t.push_back({p + "attn_q.bias", 1, c.q_dim()});
-      t.push_back({p + "attn_k.bias", 1, c.kv_dim()});
-      t.push_back({p + "attn_v.bias", 1, c.kv_dim()});
-    }
-    if (c.qk_norm) {
-      t.push_back({p + "attn_q_norm.weight", 1, c.head_dim});
-      t.push_back({p + "attn_k_norm.weight", 1, c.head_dim});
-    }
-    t.push_back({p + "ffn_norm.weight", 1, c.dim});
-    t.push_back({p + "ffn_gate.weight", c.hidden_dim, c.dim});
-    t.push_back({p + "ffn_up.weight", c.hidden_dim, c.dim});
-    t.push_back({p + "ffn_down.weight", c.dim, c.hidden_dim});
-  }
-  return t;
 }
 
 }  // namespace
@@ -103,12 +69,11 @@ void create_model(const CreateOptions& opt, const std::string& out, const Progre
   const ModelConfig c = preset_config(opt.preset);
   validate_config(c, "preset " + opt.preset);
   GgufWriter w = pocket_writer(c, synthetic_vocab(c.vocab_size), chatml_template(), opt.group);
-  auto specs = tensor_specs(c);
+  auto specs = model_tensor_specs(c);
   auto written = std::make_shared<uint64_t>(0);
   for (size_t i = 0; i < specs.size(); ++i) {
     const TensorSpec& s = specs[i];
-    const bool one_d = s.rows == 1;
-    std::vector<int64_t> shape = one_d ? std::vector<int64_t>{s.cols} : std::vector<int64_t>{s.rows, s.cols};
+    std::vector<int64_t> shape = s.shape();
     const DType type = keep_f32(s.name, shape) ? DType::F32 : opt.weights;
     // Values come in blocks of kBlockRows rows, each its own synthetic_tensor
     // stream, so only one block is in memory and the values do not depend on

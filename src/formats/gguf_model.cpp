@@ -22,7 +22,8 @@ Arch arch_from_gguf(const GgufFile& g, std::string* name) {
   if (*a == "llama") return Arch::Llama;
   if (*a == "qwen2") return Arch::Qwen2;
   if (*a == "qwen3") return Arch::Qwen3;
-  fail(g.path(), ": unsupported architecture '", *a, "' (supported: llama, qwen2, qwen3)");
+  if (*a == "gemma3") return Arch::Gemma3;
+  fail(g.path(), ": unsupported architecture '", *a, "' (supported: llama, qwen2, qwen3, gemma3)");
 }
 
 // Integer hyper-parameter that must fit an int (validate_config checks ranges).
@@ -66,6 +67,17 @@ ModelConfig config_from_gguf(const GgufFile& g, const ModelFile& m) {
   c.max_seq_len = int_key(g, a + ".context_length", std::nullopt);
   c.rope_theta = float_key(g, a + ".rope.freq_base", 10000.0f);
   c.norm_eps = float_key(g, a + ".attention.layer_norm_rms_epsilon", 1e-5f);
+
+  if (c.arch == Arch::Gemma3) {
+    apply_arch_defaults(c);
+    // Without a window every layer is global (llama.cpp: no sliding window).
+    c.sliding_window = int_key(g, a + ".attention.sliding_window", 0);
+    c.swa_pattern = int_key(g, a + ".attention.sliding_window_pattern", 6);  // one integer; per-layer arrays fail here
+    c.rope_theta_local = float_key(g, a + ".rope.freq_base_swa", 10000.0f);
+    c.final_softcap = float_key(g, a + ".final_logit_softcapping", 0.0f);
+    if (g.has(a + ".rope.scaling.type") || g.has(a + ".rope.scaling.factor"))
+      fail(g.path(), ": ", a, ": RoPE scaling (", a, ".rope.scaling.*) is not supported");
+  }
 
   const TensorView* emb = m.find("token_embd.weight");
   if (!emb) fail(g.path(), ": required tensor 'token_embd.weight' is missing");

@@ -67,8 +67,8 @@ std::vector<int32_t> collect_eos_ids(const Vocab& v, const std::vector<int32_t>&
   };
   add(v.eos_id);
   for (int32_t id : extra) add(id);
-  static constexpr std::string_view kEndTokens[] = {"<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>",
-                                                    "<|eom_id|>"};
+  static constexpr std::string_view kEndTokens[] = {"<|im_end|>", "<|endoftext|>", "<|eot_id|>",
+                                                    "<|end_of_text|>", "<|eom_id|>", "<end_of_turn>"};
   for (size_t i = 0; i < v.tokens.size(); ++i) {
     if (v.types.size() == v.tokens.size() && v.types[i] != TokenType::Control) continue;
     if (std::find(std::begin(kEndTokens), std::end(kEndTokens), v.tokens[i]) != std::end(kEndTokens))

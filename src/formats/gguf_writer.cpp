@@ -244,6 +244,14 @@ void add_config_metadata(GgufWriter& w, const ModelConfig& c) {
   w.set_u32(a + ".vocab_size", static_cast<uint32_t>(c.vocab_size));
   w.set_f32(a + ".rope.freq_base", c.rope_theta);
   w.set_f32(a + ".attention.layer_norm_rms_epsilon", c.norm_eps);
+  if (c.arch == Arch::Gemma3) {  // the rest follows from the architecture (apply_arch_defaults)
+    if (c.sliding_window > 0) {
+      w.set_u32(a + ".attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
+      w.set_u32(a + ".attention.sliding_window_pattern", static_cast<uint32_t>(c.swa_pattern));
+      w.set_f32(a + ".rope.freq_base_swa", c.rope_theta_local);
+    }
+    if (c.final_softcap > 0.0f) w.set_f32(a + ".final_logit_softcapping", c.final_softcap);
+  }
 }
 
 void add_vocab_metadata(GgufWriter& w, const Vocab& v, const std::string& chat_template) {

@@ -3,6 +3,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/tensor_specs.h"
 #include "util/error.h"
 
 namespace pocket {
@@ -29,31 +30,8 @@ void check_model_tensors(const ModelFile& m) {
     if (t->shape != shape)
       fail(m.path, ": tensor '", name, "' has shape ", shape_string(t->shape), ", expected ", shape_string(shape));
   };
-  const int64_t dim = c.dim, hid = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim(), hd = c.head_dim;
-  expect("token_embd.weight", {c.vocab_size, dim});
-  expect("output_norm.weight", {dim});
-  if (!c.tied_embeddings) expect("output.weight", {c.vocab_size, dim});
-  for (int l = 0; l < c.n_layers; ++l) {
-    const std::string b = "blk." + std::to_string(l) + ".";
-    expect(b + "attn_norm.weight", {dim});
-    expect(b + "attn_q.weight", {q, dim});
-    expect(b + "attn_k.weight", {kv, dim});
-    expect(b + "attn_v.weight", {kv, dim});
-    expect(b + "attn_output.weight", {dim, q});
-    if (c.qkv_bias) {
-      expect(b + "attn_q.bias", {q});
-      expect(b + "attn_k.bias", {kv});
-      expect(b + "attn_v.bias", {kv});
-    }
-    if (c.qk_norm) {
-      expect(b + "attn_q_norm.weight", {hd});
-      expect(b + "attn_k_norm.weight", {hd});
-    }
-    expect(b + "ffn_norm.weight", {dim});
-    expect(b + "ffn_gate.weight", {hid, dim});
-    expect(b + "ffn_up.weight", {hid, dim});
-    expect(b + "ffn_down.weight", {dim, hid});
-  }
+  for (const TensorSpec& t : model_tensor_specs(c))
+    expect(t.name, t.shape());
 }
 
 namespace {
@@ -110,6 +88,16 @@ void add_model_info(ModelFile& m) {
   add("tied embeddings", c.tied_embeddings ? "yes" : "no");
   if (c.qkv_bias) add("qkv bias", "yes");
   if (c.qk_norm) add("q/k norm", "yes");
+  if (c.ffn_act == Activation::GeluTanh) add("FFN activation", "GeGLU (tanh GELU)");
+  if (c.embed_scale != 1.0f) add("embedding scale", num(c.embed_scale));
+  if (c.post_norms) add("post-norms", "attention and FFN outputs");
+  if (c.sliding_window > 0) {
+    int local = 0;
+    for (int l = 0; l < c.n_layers; ++l) local += c.is_local(l);
+    add("sliding window", std::to_string(c.sliding_window) + " positions on " + std::to_string(local) + " of " +
+                              std::to_string(c.n_layers) + " layers (rope theta " + num(c.rope_theta_local) + ")");
+  }
+  if (c.final_softcap > 0.0f) add("final logit soft-cap", num(c.final_softcap));
 
   uint64_t params = 0;
   std::map<std::string, int> types;

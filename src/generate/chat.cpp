@@ -28,6 +28,8 @@ const char* chat_format_name(ChatFormat f) {
       return "chatml";
     case ChatFormat::Llama3:
       return "llama3";
+    case ChatFormat::Gemma:
+      return "gemma";
     case ChatFormat::Raw:
       return "raw";
   }
@@ -39,12 +41,18 @@ ChatFormat detect_chat_format(const std::string& src, const Tokenizer& tok, bool
   if (recognised) *recognised = true;
   if (has("<|im_start|>")) return has("<think>") || has("enable_thinking") ? ChatFormat::Qwen3 : ChatFormat::ChatML;
   if (has("<|start_header_id|>")) return ChatFormat::Llama3;
-  if (src.empty()) return ChatFormat::Raw;
+  if (has("<start_of_turn>")) return ChatFormat::Gemma;
+  const bool gemma_vocab = tok.token_id("<start_of_turn>") && tok.token_id("<end_of_turn>");
+  if (src.empty()) {
+    if (!gemma_vocab) return ChatFormat::Raw;
+    if (recognised) *recognised = false;  // inferred from the vocabulary
+    return ChatFormat::Gemma;
+  }
   if (recognised) *recognised = false;
   return tok.token_id("<|im_start|>") ? ChatFormat::ChatML : ChatFormat::Raw;
 }
 
-std::vector<ChatPiece> ChatTemplate::message(const ChatMessage& m) const {
+std::vector<ChatPiece> ChatTemplate::message(const ChatMessage& m, const std::string& system_prefix) const {
   switch (format_) {
     case ChatFormat::Qwen3:
     case ChatFormat::ChatML:
@@ -52,6 +60,12 @@ std::vector<ChatPiece> ChatTemplate::message(const ChatMessage& m) const {
     case ChatFormat::Llama3:
       return {S("<|start_header_id|>"), T(m.role), S("<|end_header_id|>"), T("\n\n" + strip(m.content, " \t\n\r", true, true)),
               S("<|eot_id|>")};
+    case ChatFormat::Gemma:
+      if (m.role == "system") fail("the gemma chat format has no system turn (it opens the first user message)");
+      // The template trims the content, not the system prefix before it.
+      return {S("<start_of_turn>"),
+              T((m.role == "assistant" ? "model\n" : m.role + "\n") + system_prefix + strip(m.content, " \t\n\r", true, true)),
+              S("<end_of_turn>"), T("\n")};
     case ChatFormat::Raw:
       return {T(m.content)};
   }
@@ -67,6 +81,8 @@ std::vector<ChatPiece> ChatTemplate::generation_prompt(bool enable_thinking) con
       return {S("<|im_start|>"), T("assistant\n")};
     case ChatFormat::Llama3:
       return {S("<|start_header_id|>"), T("assistant"), S("<|end_header_id|>"), T("\n\n")};
+    case ChatFormat::Gemma:
+      return {S("<start_of_turn>"), T("model\n")};
     case ChatFormat::Raw:
       return {};
   }
@@ -80,6 +96,8 @@ std::vector<ChatPiece> ChatTemplate::end_of_reply() const {
       return {S("<|im_end|>"), T("\n")};
     case ChatFormat::Llama3:
       return {S("<|eot_id|>")};
+    case ChatFormat::Gemma:
+      return {S("<end_of_turn>"), T("\n")};
     case ChatFormat::Raw:
       return {T("\n")};
   }
@@ -130,14 +148,25 @@ std::vector<ChatPiece> ChatTemplate::render(std::span<const ChatMessage> message
       last_query = i;
       break;
     }
-  for (size_t i = 0; i < messages.size(); ++i) {
+  // Gemma: a leading system message becomes the first user turn's prefix,
+  // and the rest must alternate user / assistant, as its template demands.
+  std::string system_prefix;
+  size_t first = 0;
+  if (folds_system() && !messages.empty() && messages[0].role == "system") {
+    system_prefix = messages[0].content + "\n\n";
+    first = 1;
+  }
+  for (size_t i = first; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
     if (m.role != "system" && m.role != "user" && m.role != "assistant")
       fail("chat message ", i, " has role '", m.role, "'; expected system, user or assistant");
+    if (folds_system() && (m.role == "user") != ((i - first) % 2 == 0))
+      fail("chat message ", i, " is '", m.role, "': the gemma chat format needs user and assistant turns to alternate, "
+           "starting with user (a system message may come first)");
     if (m.role == "assistant") {
       append_assistant(out, m.content, i > last_query, i + 1 == messages.size());
     } else {
-      for (auto& p : message(m)) out.push_back(std::move(p));
+      for (auto& p : message(m, i == first ? system_prefix : std::string())) out.push_back(std::move(p));
     }
   }
   if (opt.add_generation_prompt)

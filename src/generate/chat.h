@@ -31,14 +31,18 @@ enum class ChatFormat {
   Qwen3,   // ChatML with <think> handling (Qwen3)
   ChatML,  // <|im_start|>role\ncontent<|im_end|>\n (Qwen2, many others)
   Llama3,  // <|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|>
+  Gemma,   // <start_of_turn>user\ncontent<end_of_turn>\n; assistant is "model"; the
+           // system message is folded into the first user turn
   Raw,     // no template: messages are concatenated as plain text
 };
 
 const char* chat_format_name(ChatFormat f);
 
-// Picks the family from the template source; an empty template gives Raw.
-// Unknown non-empty templates fall back to ChatML when the tokenizer has
-// <|im_start|>, else Raw; `*recognised` tells the caller which happened.
+// Picks the family from the template source; an empty template gives Raw,
+// or Gemma when the vocabulary has <start_of_turn>/<end_of_turn> (Gemma
+// GGUFs often ship without a template). Unknown non-empty templates fall
+// back to ChatML when the tokenizer has <|im_start|>, else Raw;
+// `*recognised` tells the caller that a fallback was taken.
 ChatFormat detect_chat_format(const std::string& jinja_source, const Tokenizer& tok, bool* recognised = nullptr);
 
 struct ChatOptions {
@@ -56,9 +60,14 @@ class ChatTemplate {
 
   // Building blocks for incremental chat (Chat keeps the tokens it
   // generated and appends only new turns).
-  std::vector<ChatPiece> message(const ChatMessage& m) const;          // one complete system/user turn
+  // One complete system/user turn; `system_prefix` opens a Gemma user turn
+  // (folds_system(): the system text and "\n\n").
+  std::vector<ChatPiece> message(const ChatMessage& m, const std::string& system_prefix = {}) const;
   std::vector<ChatPiece> generation_prompt(bool enable_thinking) const;  // opens the assistant turn
   std::vector<ChatPiece> end_of_reply() const;                           // closes an assistant turn
+  // Gemma has no system turn: the system text and a blank line open the
+  // first user message instead (message() refuses a system message).
+  bool folds_system() const { return format_ == ChatFormat::Gemma; }
 
  private:
   void append_assistant(std::vector<ChatPiece>& out, const std::string& content, bool after_last_query,

@@ -12,7 +12,12 @@ ChatSession::ChatSession(Session& session, ChatTemplate tmpl, std::string system
   } else if (vocab.add_bos && vocab.bos_id >= 0) {
     tokens_.push_back(vocab.bos_id);
   }
-  if (!system_prompt.empty()) append(tmpl_.message({"system", std::move(system_prompt)}));
+  if (!system_prompt.empty()) {
+    if (tmpl_.folds_system())
+      pending_system_ = std::move(system_prompt) + "\n\n";
+    else
+      append(tmpl_.message({"system", std::move(system_prompt)}));
+  }
 }
 
 void ChatSession::append(const std::vector<ChatPiece>& pieces) {
@@ -23,7 +28,7 @@ void ChatSession::append(const std::vector<ChatPiece>& pieces) {
 GenerateResult ChatSession::send(const std::string& user_text, const GenerateOptions& opt,
                                  const std::function<bool(std::string_view)>& on_text) {
   size_t before = tokens_.size();
-  append(tmpl_.message({"user", user_text}));
+  append(tmpl_.message({"user", user_text}, pending_system_));
   append(tmpl_.generation_prompt(thinking_));
   if (tokens_.size() == before) fail("the chat message is empty");
   GenerateResult r;
@@ -35,6 +40,7 @@ GenerateResult ChatSession::send(const std::string& user_text, const GenerateOpt
   }
   tokens_.insert(tokens_.end(), r.tokens.begin(), r.tokens.end());
   append(tmpl_.end_of_reply());
+  pending_system_.clear();  // the first user turn carried it
   return r;
 }
 

@@ -35,6 +35,7 @@ class ChatSession {
   ChatTemplate tmpl_;
   bool thinking_;
   std::vector<int32_t> tokens_;
+  std::string pending_system_;  // Gemma: opens the first user turn
 };
 
 }  // namespace pocket

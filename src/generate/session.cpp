@@ -59,6 +59,9 @@ std::span<float> Session::prefill(std::span<const int32_t> input) {
   // so that its logits are fresh.
   size_t common = common_prefix(input);
   if (common == input.size()) --common;
+  // Sliding-window layers keep only recent positions: a prefix that ends
+  // before them is recomputed from the start.
+  if (common < static_cast<size_t>(ctx_.cache.rollback_limit())) common = 0;
   ctx_.cache.truncate(static_cast<int>(common));
   cached_.resize(common);
   auto rest = input.subspan(common);

@@ -42,25 +42,31 @@ void attention_heads_blocked(const AttentionQueries& qs, const uint16_t* k, cons
     kernel_table(Isa::Scalar).attention_heads(qs, k, v, hd, scale, scratch);
     return;
   }
-  int max_ctx = 0;
-  for (int j = 0; j < qs.n; ++j) max_ctx = std::max(max_ctx, qs.n_ctx[j]);
+  // Positions [lo, max_ctx) cover every query; scores are indexed from lo.
+  int lo = qs.first[0], max_ctx = 0;
+  for (int j = 0; j < qs.n; ++j) lo = std::min(lo, qs.first[j]), max_ctx = std::max(max_ctx, qs.n_ctx[j]);
+  k += static_cast<size_t>(lo) * hd;
+  v += static_cast<size_t>(lo) * hd;
+  const int span = max_ctx - lo;
   float* s[kMaxAttentionQueries];
-  for (int j = 0; j < qs.n; ++j) s[j] = scratch + static_cast<size_t>(j) * max_ctx;
-  // Scores for every query over all max_ctx positions (a query's positions
-  // past its own n_ctx are valid rows of later tokens; the mask drops them).
-  for (int t0 = 0; t0 < max_ctx; t0 += kAttnBlock) {
-    const int n_t = std::min(kAttnBlock, max_ctx - t0);
+  for (int j = 0; j < qs.n; ++j) s[j] = scratch + static_cast<size_t>(j) * span;
+  // Scores for every query over the whole span (a query's positions outside
+  // its own [first, n_ctx) are valid rows of other tokens; the mask drops them).
+  for (int t0 = 0; t0 < span; t0 += kAttnBlock) {
+    const int n_t = std::min(kAttnBlock, span - t0);
     const uint16_t* kb = k + static_cast<size_t>(t0) * hd;
     int j = 0;
     for (; j + 2 <= qs.n; j += 2) Ops::template scores<2>(qs.q + j, kb, n_t, hd, scale, s + j, t0);
     if (j < qs.n) Ops::template scores<1>(qs.q + j, kb, n_t, hd, scale, s + j, t0);
   }
   for (int j = 0; j < qs.n; ++j) {
-    Ops::softmax(s[j], qs.n_ctx[j]);
-    std::fill(s[j] + qs.n_ctx[j], s[j] + max_ctx, 0.0f);  // the causal mask
+    const int a = qs.first[j] - lo, b = qs.n_ctx[j] - lo;
+    Ops::softmax(s[j] + a, b - a);
+    std::fill(s[j], s[j] + a, 0.0f);  // the sliding window
+    std::fill(s[j] + b, s[j] + span, 0.0f);  // the causal mask
   }
-  for (int t0 = 0; t0 < max_ctx; t0 += kAttnBlock) {
-    const int n_t = std::min(kAttnBlock, max_ctx - t0);
+  for (int t0 = 0; t0 < span; t0 += kAttnBlock) {
+    const int n_t = std::min(kAttnBlock, span - t0);
     const uint16_t* vb = v + static_cast<size_t>(t0) * hd;
     int j = 0;
     for (; j + 2 <= qs.n; j += 2) Ops::template values<2>(s + j, vb, n_t, hd, qs.out + j, t0, t0 == 0);

@@ -148,12 +148,16 @@ void rmsnorm(float* out, const float* x, const float* weight, int n, float eps) 
 }
 void softmax(float* x, int n) { active().softmax(x, n); }
 void swiglu(float* gate, const float* up, int n) { active().swiglu(gate, up, n); }
+void geglu(float* gate, const float* up, int n) { active().geglu(gate, up, n); }
 void rope(float* x, int n_heads, int head_dim, int pos, RopeStyle style, const float* inv_freq) {
   active().rope(x, n_heads, head_dim, pos, style, inv_freq);
 }
 void attention_heads(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int head_dim, float scale,
                      float* scratch) {
   if (qs.n < 1 || qs.n > kMaxAttentionQueries) fail("attention: ", qs.n, " queries (1..", kMaxAttentionQueries, ")");
+  for (int j = 0; j < qs.n; ++j)
+    if (qs.first[j] < 0 || qs.first[j] >= qs.n_ctx[j])
+      fail("attention: query ", j, " sees positions [", qs.first[j], ", ", qs.n_ctx[j], "), which is empty");
   active().attention_heads(qs, k, v, head_dim, scale, scratch);
 }
 void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) { active().f32_to_f16_row(x, y, n); }

@@ -46,6 +46,10 @@ void softmax(float* x, int n);
 // gate[i] = silu(gate[i]) * up[i]
 void swiglu(float* gate, const float* up, int n);
 
+// gate[i] = gelu(gate[i]) * up[i], GELU in its tanh approximation:
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+void geglu(float* gate, const float* up, int n);
+
 // Rotate each of n_heads heads of x (head_dim floats each) for position pos.
 // inv_freq has head_dim/2 entries: theta^(-2i/head_dim).
 void rope(float* x, int n_heads, int head_dim, int pos, RopeStyle style, const float* inv_freq);
@@ -59,11 +63,12 @@ struct AttentionQueries {
   int n = 0;  // 1..kMaxAttentionQueries
   const float* q[kMaxAttentionQueries];
   float* out[kMaxAttentionQueries];
-  int n_ctx[kMaxAttentionQueries];  // >= 1: query j sees positions [0, n_ctx[j])
+  int n_ctx[kMaxAttentionQueries];      // query j sees positions [first[j], n_ctx[j])
+  int first[kMaxAttentionQueries] = {};  // 0 unless a sliding window hides older positions
 };
 
-// For each query j:
-//   out_j[head_dim] = softmax(scale * q_j . K[t]) . V[t],  t in [0, n_ctx[j])
+// For each query j (first[j] < n_ctx[j]):
+//   out_j[head_dim] = softmax(scale * q_j . K[t]) . V[t],  t in [first[j], n_ctx[j])
 // K and V are one head's fp16 rows (IEEE half as uint16_t), contiguous:
 // row t starts at t * head_dim. `scratch` holds n * max(n_ctx) floats.
 void attention_heads(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int head_dim, float scale,

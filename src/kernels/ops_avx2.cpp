@@ -26,12 +26,19 @@ void rmsnorm_avx2(float* out, const float* x, const float* weight, int n, float 
   for (; i < n; ++i) out[i] = x[i] * inv * weight[i];
 }
 
-void swiglu_avx2(float* gate, const float* up, int n) {
+// gate = act(gate) * up with act(x) = x * sigmoid(a(x)): a(x) = x is SiLU;
+// a(x) = 2 sqrt(2/pi) (x + 0.044715 x^3) is tanh-GELU, as
+// 0.5 (1 + tanh(y)) = sigmoid(2y).
+template <bool kGelu>
+void glu_avx2(float* gate, const float* up, int n) {
   int i = 0;
   const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 c1 = _mm256_set1_ps(-2.0f * 0.7978845608028654f), c3 = _mm256_set1_ps(0.044715f);
   for (; i + 8 <= n; i += 8) {
     __m256 g = _mm256_loadu_ps(gate + i);
-    __m256 sig = _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), g))));
+    __m256 neg_a = kGelu ? _mm256_mul_ps(c1, _mm256_fmadd_ps(_mm256_mul_ps(c3, g), _mm256_mul_ps(g, g), g))
+                         : _mm256_sub_ps(_mm256_setzero_ps(), g);
+    __m256 sig = _mm256_div_ps(one, _mm256_add_ps(one, exp8(neg_a)));
     _mm256_storeu_ps(gate + i, _mm256_mul_ps(_mm256_mul_ps(g, sig), _mm256_loadu_ps(up + i)));
   }
   if (i < n) {
@@ -40,7 +47,7 @@ void swiglu_avx2(float* gate, const float* up, int n) {
     alignas(32) float g[8] = {}, u[8] = {};
     std::copy(gate + i, gate + n, g);
     std::copy(up + i, up + n, u);
-    swiglu_avx2(g, u, 8);
+    glu_avx2<kGelu>(g, u, 8);
     std::copy(g, g + (n - i), gate + i);
   }
 }
@@ -198,7 +205,8 @@ void f16_to_f32_row_avx2(const uint16_t* x, float* y, int64_t n) {
 void install_x86_ops(KernelTable& t) {
   t.rmsnorm = rmsnorm_avx2;
   t.softmax = softmax_avx2;
-  t.swiglu = swiglu_avx2;
+  t.swiglu = glu_avx2<false>;
+  t.geglu = glu_avx2<true>;
   t.rope = rope_avx2;
   t.attention_heads = attention_heads_avx2;
   t.f32_to_f16_row = f32_to_f16_row_avx2;

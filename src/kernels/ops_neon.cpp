@@ -79,12 +79,18 @@ void softmax_neon(float* x, int n) {
   for (; i < n; ++i) x[i] *= inv;
 }
 
-void swiglu_neon(float* gate, const float* up, int n) {
+// gate = act(gate) * up with act(x) = x * sigmoid(a(x)): a(x) = x is SiLU;
+// a(x) = 2 sqrt(2/pi) (x + 0.044715 x^3) is tanh-GELU, as
+// 0.5 (1 + tanh(y)) = sigmoid(2y).
+template <bool kGelu>
+void glu_neon(float* gate, const float* up, int n) {
   int i = 0;
   const float32x4_t one = vdupq_n_f32(1.0f);
+  const float32x4_t c1 = vdupq_n_f32(-2.0f * 0.7978845608028654f), c3 = vdupq_n_f32(0.044715f);
   for (; i + 4 <= n; i += 4) {
     const float32x4_t g = vld1q_f32(gate + i);
-    const float32x4_t sig = vdivq_f32(one, vaddq_f32(one, exp4(vnegq_f32(g))));
+    const float32x4_t neg_a = kGelu ? vmulq_f32(c1, vfmaq_f32(g, vmulq_f32(c3, g), vmulq_f32(g, g))) : vnegq_f32(g);
+    const float32x4_t sig = vdivq_f32(one, vaddq_f32(one, exp4(neg_a)));
     vst1q_f32(gate + i, vmulq_f32(vmulq_f32(g, sig), vld1q_f32(up + i)));
   }
   if (i < n) {
@@ -93,7 +99,7 @@ void swiglu_neon(float* gate, const float* up, int n) {
     float g[4] = {}, u[4] = {};
     std::copy(gate + i, gate + n, g);
     std::copy(up + i, up + n, u);
-    swiglu_neon(g, u, 4);
+    glu_neon<kGelu>(g, u, 4);
     std::copy(g, g + (n - i), gate + i);
   }
 }
@@ -252,7 +258,8 @@ void attention_heads_neon(const AttentionQueries& qs, const uint16_t* k, const u
 void install_neon(KernelTable& t) {
   t.rmsnorm = rmsnorm_neon;
   t.softmax = softmax_neon;
-  t.swiglu = swiglu_neon;
+  t.swiglu = glu_neon<false>;
+  t.geglu = glu_neon<true>;
   t.rope = rope_neon;
   t.attention_heads = attention_heads_neon;
   t.f32_to_f16_row = f32_to_f16_row_neon;

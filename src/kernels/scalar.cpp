@@ -50,6 +50,14 @@ void swiglu_ref(float* gate, const float* up, int n) {
   for (int i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+void geglu_ref(float* gate, const float* up, int n) {
+  for (int i = 0; i < n; ++i) {
+    const double x = gate[i];
+    const double g = 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    gate[i] = static_cast<float>(g) * up[i];
+  }
+}
+
 void rope_ref(float* x, int n_heads, int head_dim, int pos, RopeStyle style, const float* inv_freq) {
   const int half = head_dim / 2;
   for (int h = 0; h < n_heads; ++h) {
@@ -82,7 +90,11 @@ void attention_ref(const float* q, const uint16_t* k, const uint16_t* v, int n_c
 // Each query on its own, by the single-query reference above.
 void attention_heads_ref(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int head_dim, float scale,
                          float* scratch) {
-  for (int j = 0; j < qs.n; ++j) attention_ref(qs.q[j], k, v, qs.n_ctx[j], head_dim, head_dim, scale, scratch, qs.out[j]);
+  for (int j = 0; j < qs.n; ++j) {
+    const size_t first = static_cast<size_t>(qs.first[j]) * head_dim;
+    attention_ref(qs.q[j], k + first, v + first, qs.n_ctx[j] - qs.first[j], head_dim, head_dim, scale, scratch,
+                  qs.out[j]);
+  }
 }
 
 void f32_to_f16_row_ref(const float* x, uint16_t* y, int64_t n) {
@@ -102,6 +114,7 @@ void install_scalar(KernelTable& t) {
   t.rmsnorm = rmsnorm_ref;
   t.softmax = softmax_ref;
   t.swiglu = swiglu_ref;
+  t.geglu = geglu_ref;
   t.rope = rope_ref;
   t.attention_heads = attention_heads_ref;
   t.f32_to_f16_row = f32_to_f16_row_ref;

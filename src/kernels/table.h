@@ -46,6 +46,7 @@ struct KernelTable {
   void (*rmsnorm)(float* out, const float* x, const float* weight, int n, float eps) = nullptr;
   void (*softmax)(float* x, int n) = nullptr;
   void (*swiglu)(float* gate, const float* up, int n) = nullptr;
+  void (*geglu)(float* gate, const float* up, int n) = nullptr;
   void (*rope)(float* x, int n_heads, int head_dim, int pos, RopeStyle style, const float* inv_freq) = nullptr;
   void (*attention_heads)(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int head_dim, float scale,
                           float* scratch) = nullptr;

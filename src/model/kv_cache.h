@@ -2,16 +2,24 @@
 //
 // Memory is reserved for the whole context up front as anonymous virtual
 // memory; pages become resident only when a position is written, so the
-// resident size follows the tokens actually used. Layout:
-// [layer][K or V][kv head][position][head_dim], so the rows one attention
-// head reads are contiguous (streamed, prefetched) rather than kv_dim apart.
+// resident size follows the tokens actually used. Layout per layer:
+// [K or V][kv head][slot][head_dim], so the rows one attention head reads
+// are contiguous (streamed, prefetched) rather than kv_dim apart.
+//
+// Sliding-window (local) layers see only their last `sliding_window`
+// positions, so they hold only those, plus room for one batch of writes
+// and a short rollback margin: when a write would not fit, the rows still
+// visible (and the margin) move to the front and older positions are gone.
+// Global layers hold every position, in slot = position.
 //
 // truncate() rolls the cache back to a shorter length. Speculative decoding
 // uses it to drop rejected draft tokens; chat uses it to reuse a shared
-// prefix between turns.
+// prefix between turns. Below rollback_limit() the local layers no longer
+// have the rows a shorter sequence needs: only truncate(0) works there.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/config.h"
 
@@ -19,6 +27,11 @@ namespace pocket {
 
 class KVCache {
  public:
+  // Positions one forward step may append at most (Model splits longer
+  // inputs), and positions kept beyond the window for rollback.
+  static constexpr int kMaxWrite = 256;
+  static constexpr int kRollbackMargin = 64;
+
   KVCache(const ModelConfig& cfg, int n_ctx);
   ~KVCache();
   KVCache(const KVCache&) = delete;
@@ -26,22 +39,38 @@ class KVCache {
 
   int capacity() const { return n_ctx_; }
   int size() const { return n_past_; }
-  void set_size(int n);       // after the forward pass has written positions [size, n)
-  void truncate(int n);       // n <= size()
+  // Makes room to write positions [size, size + n) (n <= kMaxWrite); call
+  // before writing them, then set_size(size + n).
+  void reserve_append(int n);
+  void set_size(int n);  // after the forward pass has written positions [size, n)
+  void truncate(int n);  // n <= size(); n >= rollback_limit() or n == 0
   void clear() { truncate(0); }
+  int rollback_limit() const;
 
+  // First position a layer still stores (0 unless local and shifted).
+  int first_stored(int layer) const { return layers_[layer].local ? local_base_ : 0; }
   // Row `pos` of KV head `head` (head_dim values); rows of a head follow
-  // each other.
+  // each other. pos in [first_stored(layer), size + pending writes).
   uint16_t* k(int layer, int head, int pos) { return base_ + offset(layer, 0, head, pos); }
   uint16_t* v(int layer, int head, int pos) { return base_ + offset(layer, 1, head, pos); }
   size_t reserved_bytes() const { return bytes_; }
 
  private:
+  struct LayerSlots {
+    size_t start;  // element offset of the layer
+    int slots;     // positions it holds
+    bool local;
+  };
   size_t offset(int layer, int kv, int head, int pos) const {
-    return (((static_cast<size_t>(layer) * 2 + kv) * n_kv_heads_ + head) * n_ctx_ + pos) * head_dim_;
+    const LayerSlots& L = layers_[layer];
+    const int slot = L.local ? pos - local_base_ : pos;
+    return L.start + ((static_cast<size_t>(kv) * n_kv_heads_ + head) * L.slots + slot) * head_dim_;
   }
-  int n_layers_, n_kv_heads_, head_dim_, n_ctx_;
+  int n_kv_heads_, head_dim_, n_ctx_, window_;
   int n_past_ = 0;
+  int local_base_ = 0;  // position in slot 0 of every local layer
+  int local_slots_ = 0;
+  std::vector<LayerSlots> layers_;
   uint16_t* base_ = nullptr;
   size_t bytes_ = 0;
 };

@@ -64,11 +64,21 @@ Model::Model(std::shared_ptr<const ModelFile> file) : file_(std::move(file)), cf
       L.q_norm = small_f32(f, p + "attn_q_norm.weight", c.head_dim);
       L.k_norm = small_f32(f, p + "attn_k_norm.weight", c.head_dim);
     }
+    if (c.post_norms) {
+      L.post_attn_norm = small_f32(f, p + "post_attention_norm.weight", c.dim);
+      L.post_ffn_norm = small_f32(f, p + "post_ffw_norm.weight", c.dim);
+    }
     layers_.push_back(std::move(L));
   }
-  inv_freq_.resize(c.head_dim / 2);
-  for (int i = 0; i < c.head_dim / 2; ++i)
-    inv_freq_[i] = static_cast<float>(std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.head_dim));
+  auto freqs = [&](float theta) {
+    std::vector<float> t(c.head_dim / 2);
+    for (int i = 0; i < c.head_dim / 2; ++i)
+      t[i] = static_cast<float>(std::pow(static_cast<double>(theta), -2.0 * i / c.head_dim));
+    return t;
+  };
+  inv_freq_ = freqs(c.rope_theta);
+  inv_freq_local_ = freqs(c.rope_theta_local);
+  for (int l = 0; l < c.n_layers; ++l) layers_[l].inv_freq = c.is_local(l) ? inv_freq_local_.data() : inv_freq_.data();
   repack_weights();
 }
 
@@ -117,6 +127,7 @@ void Model::forward(std::span<const int32_t> tokens, Context& ctx, ThreadPool& p
          ctx.cache.capacity(), " (raise the context size or shorten the prompt)");
   for (int32_t t : tokens)
     if (t < 0 || t >= cfg_.vocab_size) fail("token id ", t, " is outside the vocabulary (", cfg_.vocab_size, ")");
+  static_assert(kMaxBatch <= KVCache::kMaxWrite);
   for (int done = 0; done < n_total; done += kMaxBatch) {
     int n = std::min(kMaxBatch, n_total - done);
     bool last = done + n == n_total;
@@ -146,7 +157,13 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
   float *x = ctx.x.data(), *xn = ctx.xn.data(), *q = ctx.q.data(), *k = ctx.k.data(), *v = ctx.v.data();
   float *attn = ctx.attn.data(), *gate = ctx.gate.data(), *up = ctx.up.data();
 
-  for (int i = 0; i < n; ++i) kernels::dequant_row(*embedding_, tokens[i], x + static_cast<size_t>(i) * dim);
+  for (int i = 0; i < n; ++i) {
+    float* xi = x + static_cast<size_t>(i) * dim;
+    kernels::dequant_row(*embedding_, tokens[i], xi);
+    if (c.embed_scale != 1.0f)
+      for (int j = 0; j < dim; ++j) xi[j] *= c.embed_scale;
+  }
+  ctx.cache.reserve_append(n);
 
   // Element-wise work per token: inline for one token (decode: no pool
   // synchronisation), spread over the pool for a prompt batch, where doing it
@@ -161,14 +178,20 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
     });
   };
 
+  // x += out (normed first by `post` when the model has post-norms): the
+  // residual add of a block's output, fused into the next element-wise step.
+  auto add_block_output = [&](float* xi, float* out, const std::vector<float>& post) {
+    if (c.post_norms) kernels::rmsnorm(out, out, post.data(), dim, c.norm_eps);
+    for (int j = 0; j < dim; ++j) xi[j] += out[j];
+  };
   for (int l = 0; l < c.n_layers; ++l) {
     const Layer& L = layers_[l];
     // --- attention block (the previous layer's residual add is fused in) ---
     per_token([&](int i) {
       float* xi = x + static_cast<size_t>(i) * dim;
-      if (l > 0)
-        for (int j = 0; j < dim; ++j) xi[j] += xn[static_cast<size_t>(i) * dim + j];
-      kernels::rmsnorm(xn + static_cast<size_t>(i) * dim, xi, L.attn_norm.data(), dim, c.norm_eps);
+      float* xni = xn + static_cast<size_t>(i) * dim;
+      if (l > 0) add_block_output(xi, xni, layers_[l - 1].post_ffn_norm);
+      kernels::rmsnorm(xni, xi, L.attn_norm.data(), dim, c.norm_eps);
     });
     const kernels::MatmulTarget qkv[] = {{L.wq, q}, {L.wk, k}, {L.wv, v}};
     kernels::matmul_multi(qkv, xn, n, &pool);
@@ -185,8 +208,8 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
         for (int h = 0; h < c.n_kv_heads; ++h)
           kernels::rmsnorm(ki + h * hd, ki + h * hd, L.k_norm.data(), hd, c.norm_eps);
       }
-      kernels::rope(qi, c.n_heads, hd, pos0 + i, c.rope_style, inv_freq_.data());
-      kernels::rope(ki, c.n_kv_heads, hd, pos0 + i, c.rope_style, inv_freq_.data());
+      kernels::rope(qi, c.n_heads, hd, pos0 + i, c.rope_style, L.inv_freq);
+      kernels::rope(ki, c.n_kv_heads, hd, pos0 + i, c.rope_style, L.inv_freq);
       for (int h = 0; h < c.n_kv_heads; ++h) {
         kernels::f32_to_f16_row(ki + h * hd, ctx.cache.k(l, h, pos0 + i), hd);
         kernels::f32_to_f16_row(vi + h * hd, ctx.cache.v(l, h, pos0 + i), hd);
@@ -199,18 +222,24 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
     per_token([&](int i) {
       float* xi = x + static_cast<size_t>(i) * dim;
       float* xni = xn + static_cast<size_t>(i) * dim;
-      for (int j = 0; j < dim; ++j) xi[j] += xni[j];
+      add_block_output(xi, xni, L.post_attn_norm);
       kernels::rmsnorm(xni, xi, L.ffn_norm.data(), dim, c.norm_eps);
     });
     const kernels::MatmulTarget gate_up[] = {{L.w_gate, gate}, {L.w_up, up}};
     kernels::matmul_multi(gate_up, xn, n, &pool);
     per_token([&](int i) {
       const size_t at = static_cast<size_t>(i) * c.hidden_dim;
-      kernels::swiglu(gate + at, up + at, c.hidden_dim);
+      if (c.ffn_act == Activation::GeluTanh)
+        kernels::geglu(gate + at, up + at, c.hidden_dim);
+      else
+        kernels::swiglu(gate + at, up + at, c.hidden_dim);
     });
     kernels::matmul(*L.w_down, gate, n, xn, &pool);
   }
-  for (size_t j = 0; j < static_cast<size_t>(n) * dim; ++j) x[j] += xn[j];  // the last layer's residual
+  per_token([&](int i) {  // the last layer's residual
+    add_block_output(x + static_cast<size_t>(i) * dim, xn + static_cast<size_t>(i) * dim,
+                     layers_[c.n_layers - 1].post_ffn_norm);
+  });
   ctx.cache.set_size(pos0 + n);
 
   if (logits == nullptr) return;
@@ -220,12 +249,19 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
   for (int i = first; i < n; ++i)
     kernels::rmsnorm(xn + (i - first) * dim, x + i * dim, output_norm_.data(), dim, c.norm_eps);
   kernels::matmul(*output_, xn, rows, logits, &pool);
+  if (c.final_softcap > 0.0f)
+    for (size_t j = 0; j < static_cast<size_t>(rows) * c.vocab_size; ++j)
+      logits[j] = c.final_softcap * std::tanh(logits[j] / c.final_softcap);
 }
 
 void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool) const {
   const ModelConfig& c = cfg_;
   const int hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale = c.query_scale();
+  // Slot 0 of the layer's cache holds position `stored`; a local layer's
+  // token at position p sees [p - window + 1, p].
+  const int stored = ctx.cache.first_stored(layer);
+  const bool local = c.is_local(layer);
   // A task is the query heads of one KV head (up to kMaxAttentionQueries)
   // for a few consecutive tokens, so each cached K/V row is read once for
   // all of them. Token i sees positions [0, pos0 + i].
@@ -249,10 +285,11 @@ void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool
           const size_t at = static_cast<size_t>(i) * c.q_dim() + static_cast<size_t>(h) * hd;
           qs.q[qs.n] = ctx.q.data() + at;
           qs.out[qs.n] = ctx.attn.data() + at;
-          qs.n_ctx[qs.n] = pos0 + i + 1;
+          qs.n_ctx[qs.n] = pos0 + i + 1 - stored;
+          qs.first[qs.n] = local ? std::max(0, pos0 + i + 1 - c.sliding_window - stored) : 0;
           ++qs.n;
         }
-      kernels::attention_heads(qs, ctx.cache.k(layer, kvh, 0), ctx.cache.v(layer, kvh, 0), hd, scale, scratch);
+      kernels::attention_heads(qs, ctx.cache.k(layer, kvh, stored), ctx.cache.v(layer, kvh, stored), hd, scale, scratch);
     }
   });
 }

@@ -1,6 +1,7 @@
 // The fast forward pass: weights used in place from the mapped file, batched
 // prompt processing (prefill) and one-token decode through the dispatched
-// kernels, fp16 KV cache. Tested against ReferenceModel.
+// kernels, fp16 KV cache (sliding-window layers keep only their window).
+// Tested against ReferenceModel.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -46,6 +47,8 @@ class Model {
   struct Layer {
     const TensorView *wq, *wk, *wv, *wo, *w_gate, *w_up, *w_down;
     std::vector<float> attn_norm, ffn_norm, bq, bk, bv, q_norm, k_norm;
+    std::vector<float> post_attn_norm, post_ffn_norm;  // Gemma: norms of the block outputs
+    const float* inv_freq;                             // RoPE table of this layer (local or global)
   };
   void forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, float* logits,
                      bool all_logits) const;
@@ -56,7 +59,7 @@ class Model {
   const TensorView* embedding_;
   const TensorView* output_;  // the embedding when tied
   std::vector<float> output_norm_;
-  std::vector<float> inv_freq_;
+  std::vector<float> inv_freq_, inv_freq_local_;
   std::vector<Layer> layers_;
   struct Repacked {
     std::vector<uint8_t> bytes;

@@ -1,6 +1,7 @@
 #include "model/reference_model.h"
 
 #include <cmath>
+#include <numbers>
 
 #include "kernels/kernels.h"
 #include "util/error.h"
@@ -75,6 +76,10 @@ ReferenceModel::ReferenceModel(const ModelFile& file) : cfg_(file.config) {
       L.q_norm = load(file, p + "attn_q_norm.weight");
       L.k_norm = load(file, p + "attn_k_norm.weight");
     }
+    if (cfg_.post_norms) {
+      L.post_attn_norm = load(file, p + "post_attention_norm.weight");
+      L.post_ffn_norm = load(file, p + "post_ffw_norm.weight");
+    }
     L.ffn_norm = load(file, p + "ffn_norm.weight");
     L.w_gate = load(file, p + "ffn_gate.weight");
     L.w_up = load(file, p + "ffn_up.weight");
@@ -95,6 +100,7 @@ const std::vector<float>& ReferenceModel::forward(int32_t token) {
   // x = embedding of the token
   std::vector<float> x(embedding_.begin() + static_cast<size_t>(token) * dim,
                        embedding_.begin() + static_cast<size_t>(token + 1) * dim);
+  for (float& e : x) e *= c.embed_scale;  // Gemma: sqrt(dim); 1 elsewhere
   std::vector<float> xn(dim), q, k, v, attn(q_dim), o, gate, up, down;
 
   for (int l = 0; l < c.n_layers; ++l) {
@@ -112,8 +118,9 @@ const std::vector<float>& ReferenceModel::forward(int32_t token) {
       for (int h = 0; h < c.n_heads; ++h) rmsnorm(&q[h * hd], &q[h * hd], L.q_norm.data(), hd, c.norm_eps);
       for (int h = 0; h < c.n_kv_heads; ++h) rmsnorm(&k[h * hd], &k[h * hd], L.k_norm.data(), hd, c.norm_eps);
     }
-    for (int h = 0; h < c.n_heads; ++h) rope(&q[h * hd], hd, pos_, c.rope_theta, c.rope_style);
-    for (int h = 0; h < c.n_kv_heads; ++h) rope(&k[h * hd], hd, pos_, c.rope_theta, c.rope_style);
+    const float theta = c.layer_rope_theta(l);  // local (sliding-window) layers have their own base
+    for (int h = 0; h < c.n_heads; ++h) rope(&q[h * hd], hd, pos_, theta, c.rope_style);
+    for (int h = 0; h < c.n_kv_heads; ++h) rope(&k[h * hd], hd, pos_, theta, c.rope_style);
 
     // The caches grow by one row per position (the reference keeps f32).
     k_cache_[l].resize(static_cast<size_t>(pos_) * kv_dim);
@@ -123,41 +130,56 @@ const std::vector<float>& ReferenceModel::forward(int32_t token) {
     const float* kc = k_cache_[l].data();
     const float* vc = v_cache_[l].data();
 
-    // Each query head h attends with KV head h / group (grouped-query attention).
+    // Each query head h attends with KV head h / group (grouped-query
+    // attention) to positions [t0, pos]: all of them, or on a local layer the
+    // last sliding_window.
+    const int t0 = c.is_local(l) ? std::max(0, pos_ - c.sliding_window + 1) : 0;
+    const double scale = c.query_scale();
     for (int h = 0; h < c.n_heads; ++h) {
       const float* qh = &q[h * hd];
       int kvh = h / group;
-      std::vector<double> scores(pos_ + 1);
+      std::vector<double> scores(pos_ + 1 - t0);
       double max_s = -INFINITY;
-      for (int t = 0; t <= pos_; ++t) {
+      for (int t = t0; t <= pos_; ++t) {
         const float* kt = kc + static_cast<size_t>(t) * kv_dim + kvh * hd;
         double s = 0.0;
         for (int i = 0; i < hd; ++i) s += static_cast<double>(qh[i]) * kt[i];
-        scores[t] = s / std::sqrt(static_cast<double>(hd));
-        max_s = std::max(max_s, scores[t]);
+        scores[t - t0] = s * scale;
+        max_s = std::max(max_s, scores[t - t0]);
       }
       double sum = 0.0;
       for (auto& s : scores) sum += (s = std::exp(s - max_s));
       for (int i = 0; i < hd; ++i) {
         double acc = 0.0;
-        for (int t = 0; t <= pos_; ++t) acc += scores[t] / sum * vc[static_cast<size_t>(t) * kv_dim + kvh * hd + i];
+        for (int t = t0; t <= pos_; ++t)
+          acc += scores[t - t0] / sum * vc[static_cast<size_t>(t) * kv_dim + kvh * hd + i];
         attn[h * hd + i] = static_cast<float>(acc);
       }
     }
     matvec(o, L.wo, attn, dim, q_dim);
+    if (c.post_norms) rmsnorm(o.data(), o.data(), L.post_attn_norm.data(), dim, c.norm_eps);
     for (int i = 0; i < dim; ++i) x[i] += o[i];
 
-    // --- feed-forward block: down(silu(gate(x)) * up(x)) ---
+    // --- feed-forward block: down(act(gate(x)) * up(x)), act SiLU or tanh-GELU ---
     rmsnorm(xn.data(), x.data(), L.ffn_norm.data(), dim, c.norm_eps);
     matvec(gate, L.w_gate, xn, c.hidden_dim, dim);
     matvec(up, L.w_up, xn, c.hidden_dim, dim);
-    for (int i = 0; i < c.hidden_dim; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+    for (int i = 0; i < c.hidden_dim; ++i) {
+      const double g = gate[i];
+      const double act = c.ffn_act == Activation::SiLU
+                             ? g / (1.0 + std::exp(-g))
+                             : 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (g + 0.044715 * g * g * g)));
+      gate[i] = static_cast<float>(act * up[i]);
+    }
     matvec(down, L.w_down, gate, dim, c.hidden_dim);
+    if (c.post_norms) rmsnorm(down.data(), down.data(), L.post_ffn_norm.data(), dim, c.norm_eps);
     for (int i = 0; i < dim; ++i) x[i] += down[i];
   }
 
   rmsnorm(xn.data(), x.data(), output_norm_.data(), dim, c.norm_eps);
   matvec(logits_, c.tied_embeddings ? embedding_ : output_, xn, c.vocab_size, dim);
+  if (c.final_softcap > 0.0f)
+    for (float& z : logits_) z = static_cast<float>(c.final_softcap * std::tanh(z / static_cast<double>(c.final_softcap)));
   ++pos_;
   return logits_;
 }

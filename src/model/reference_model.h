@@ -1,7 +1,8 @@
 // The plain F32 reference forward pass: every weight dequantized to f32 once,
 // one token at a time, naive loops, no SIMD, no threads. It is meant to be
 // read top to bottom and trusted; every faster path is tested against it.
-// It holds a full f32 copy of the weights, so it is for tests and small
+// Gemma 3's additions (embedding scale, post-norms, GeGLU, sliding-window
+// layers) are spelled out where they apply. It holds a full f32 copy of the weights, so it is for tests and small
 // models, not for deployment.
 #pragma once
 #include <cstdint>
@@ -26,6 +27,7 @@ class ReferenceModel {
   struct Layer {
     std::vector<float> attn_norm, wq, wk, wv, wo, bq, bk, bv, q_norm, k_norm;
     std::vector<float> ffn_norm, w_gate, w_up, w_down;
+    std::vector<float> post_attn_norm, post_ffn_norm;  // Gemma
   };
 
   ModelConfig cfg_;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/tensor_specs.h"
 #include "quant/quantize.h"
 #include "util/error.h"
 
@@ -55,7 +56,24 @@ ModelConfig preset_config(const std::string& name) {
     c.norm_eps = 1e-5f;
     return c;
   }
-  fail("unknown preset '", name, "' (known: pocket-0.3b, qwen3-0.6b, tiny-llama, tiny-qwen2, tiny-qwen3)");
+  if (name == "gemma3-270m") {  // Gemma 3 270M's shapes (tests use its real weights when present)
+    ModelConfig c = base(Arch::Gemma3, 640, 2048, 18, 4, 1, 256, 262144, 32768, 1e6f);
+    c.qk_norm = true;
+    c.sliding_window = 512;
+    c.swa_pattern = 6;
+    apply_arch_defaults(c);
+    return c;
+  }
+  if (name == "tiny-gemma3") {  // a window of 8 on layers 0 and 2, so short tests cross it
+    ModelConfig c = base(Arch::Gemma3, 64, 160, 4, 4, 1, 32, 300, 1024, 1e6f);
+    c.qk_norm = true;
+    c.sliding_window = 8;
+    c.swa_pattern = 2;
+    apply_arch_defaults(c);
+    return c;
+  }
+  fail("unknown preset '", name,
+       "' (known: pocket-0.3b, qwen3-0.6b, gemma3-270m, tiny-llama, tiny-qwen2, tiny-qwen3, tiny-gemma3)");
 }
 
 std::vector<float> synthetic_tensor(const std::string& name, int64_t rows, int64_t cols, uint64_t seed) {
@@ -83,13 +101,15 @@ ModelFile make_synthetic_model(const SyntheticSpec& spec) {
   f.path = "synthetic:" + arch_name(c.arch);
   f.format = "synthetic";
   f.config = c;
-  auto add = [&](const std::string& name, int64_t rows, int64_t cols, DType type) {
+  auto add = [&](const TensorSpec& spec_t, DType type) {
+    const std::string& name = spec_t.name;
+    const int64_t rows = spec_t.rows, cols = spec_t.cols;
     auto values = synthetic_tensor(name, rows, cols, spec.seed);
     auto buf = std::make_shared<std::vector<uint8_t>>(quantize(values.data(), rows, cols, type, spec.group));
     TensorView t;
     t.name = name;
     t.type = type;
-    t.shape = rows == 1 ? std::vector<int64_t>{cols} : std::vector<int64_t>{rows, cols};
+    t.shape = spec_t.shape();
     t.data = buf->data();
     t.nbytes = buf->size();
     t.group = (type == DType::PQ4 || type == DType::PQ8) ? spec.group : 0;
@@ -97,29 +117,12 @@ ModelFile make_synthetic_model(const SyntheticSpec& spec) {
     f.buffers.push_back(std::move(buf));
     f.tensors[name] = t;
   };
-  add("token_embd.weight", c.vocab_size, c.dim, spec.embed_type);
-  add("output_norm.weight", 1, c.dim, DType::F32);
-  if (!c.tied_embeddings) add("output.weight", c.vocab_size, c.dim, spec.head_type);
-  for (int l = 0; l < c.n_layers; ++l) {
-    std::string p = "blk." + std::to_string(l) + ".";
-    add(p + "attn_norm.weight", 1, c.dim, DType::F32);
-    add(p + "attn_q.weight", c.q_dim(), c.dim, spec.weight_type);
-    add(p + "attn_k.weight", c.kv_dim(), c.dim, spec.weight_type);
-    add(p + "attn_v.weight", c.kv_dim(), c.dim, spec.weight_type);
-    add(p + "attn_output.weight", c.dim, c.q_dim(), spec.weight_type);
-    if (c.qkv_bias) {
-      add(p + "attn_q.bias", 1, c.q_dim(), DType::F32);
-      add(p + "attn_k.bias", 1, c.kv_dim(), DType::F32);
-      add(p + "attn_v.bias", 1, c.kv_dim(), DType::F32);
-    }
-    if (c.qk_norm) {
-      add(p + "attn_q_norm.weight", 1, c.head_dim, DType::F32);
-      add(p + "attn_k_norm.weight", 1, c.head_dim, DType::F32);
-    }
-    add(p + "ffn_norm.weight", 1, c.dim, DType::F32);
-    add(p + "ffn_gate.weight", c.hidden_dim, c.dim, spec.weight_type);
-    add(p + "ffn_up.weight", c.hidden_dim, c.dim, spec.weight_type);
-    add(p + "ffn_down.weight", c.dim, c.hidden_dim, spec.weight_type);
+  for (const TensorSpec& t : model_tensor_specs(c)) {
+    const DType type = t.vector                      ? DType::F32
+                       : t.name == "token_embd.weight" ? spec.embed_type
+                       : t.name == "output.weight"     ? spec.head_type
+                                                       : spec.weight_type;
+    add(t, type);
   }
   return f;
 }

@@ -18,8 +18,8 @@ struct SyntheticSpec {
   uint64_t seed = 1;
 };
 
-// Named presets: "pocket-0.3b", "qwen3-0.6b", and small test shapes
-// "tiny-llama", "tiny-qwen2", "tiny-qwen3".
+// Named presets: "pocket-0.3b", "qwen3-0.6b", "gemma3-270m", and small test
+// shapes "tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3".
 ModelConfig preset_config(const std::string& name);
 
 // Builds the whole model in memory (owned buffers inside the ModelFile).

@@ -366,7 +366,7 @@ Vocab vocab_from_hf_json_text(std::string_view tokenizer_json, const std::string
   if (!tokenizer_config.empty()) apply_config(Doc(tokenizer_config, source + " (tokenizer_config)"), v, chat_template);
   // Everything that ends a turn or a document stops generation.
   if (v.eos_id >= 0) v.eos_ids.push_back(v.eos_id);
-  for (const char* t : {"<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "<|eom_id|>"}) {
+  for (const char* t : {"<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "<|eom_id|>", "<end_of_turn>"}) {
     const int32_t id = find_token(v, t);
     if (id >= 0 && v.types[id] == TokenType::Control && std::find(v.eos_ids.begin(), v.eos_ids.end(), id) == v.eos_ids.end())
       v.eos_ids.push_back(id);

