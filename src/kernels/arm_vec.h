@@ -117,6 +117,15 @@ struct ArmBlocksBase {
     const uint8x16_t q = vld1q_u8(p);
     return {vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0f))), vreinterpretq_s8_u8(vshrq_n_u8(q, 4))};
   }
+  // Byte j gets byte j / 8 of the word, tests bit j % 8 and becomes 0x10 or 0.
+  static W bits32_to_16(const uint8_t* p) {
+    uint32_t m;
+    std::memcpy(&m, p, 4);
+    const uint8x16_t bit = vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201ull)), hi = vdupq_n_u8(0x10);
+    const uint8x16_t lo_bytes = vcombine_u8(vdup_n_u8(static_cast<uint8_t>(m)), vdup_n_u8(static_cast<uint8_t>(m >> 8)));
+    const uint8x16_t hi_bytes = vcombine_u8(vdup_n_u8(static_cast<uint8_t>(m >> 16)), vdup_n_u8(static_cast<uint8_t>(m >> 24)));
+    return {vreinterpretq_s8_u8(vandq_u8(vtstq_u8(lo_bytes, bit), hi)), vreinterpretq_s8_u8(vandq_u8(vtstq_u8(hi_bytes, bit), hi))};
+  }
   template <class F>
   static W each(W w, F f) {
     return {vreinterpretq_s8_u8(f(vreinterpretq_u8_s8(w.a))), vreinterpretq_s8_u8(f(vreinterpretq_u8_s8(w.b)))};

@@ -1,5 +1,5 @@
 // Matmul kernels for llama.cpp's row-major GGUF block types, used in place:
-// Q4_0 and Q8_0 (blocks of 32) and the K-quants Q4_K, Q5_K, Q6_K
+// Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 (blocks of 32) and the K-quants Q4_K, Q5_K, Q6_K
 // (super-blocks of 256), written once against 32-element block traits
 // (X86Blocks in x86_vec.h, ArmMullBlocks / ArmDotBlocks in arm_vec.h) and
 // instantiated by every SIMD level. Unnamed namespace: see x86_vec.h.
@@ -8,7 +8,8 @@
 // and one dequantized sum S[b] = dx[b] * sum(q) per block. Every format's
 // sub-blocks are 32 or 16 elements inside one such block, so per weight
 // block b and token:
-//   value = s * code + o  (s, o per sub-block: Q4_0 d, -8d; Q4_K/Q5_K d*sc, -dmin*m)
+//   value = s * code + o  (s, o per sub-block: Q4_0 d, -8d; Q5_0 d, -16d;
+//                          Q4_1/Q5_1 d, m; Q4_K/Q5_K d*sc, -dmin*m)
 //   y += (s * dx[b]) * dot(code, q)  +  o * S[b]
 // with the integer dot computed by the traits and the offsets summed apart.
 // For the K-quants the activations share one scale per super-block
@@ -25,6 +26,7 @@
 //   kS8Bias                 dot_s8 computes sum((code + kS8Bias) * q)
 //   half(p)                 the fp16 at p
 //   load32(p), nibbles16(p) 32 bytes; Q4_0's 16 bytes as 32 nibble codes
+//   bits32_to_16(p)         bit j of the little-endian uint32 at p as 0x10 in byte j
 //   low4(w), high4(w)       the nibbles of each byte
 //   bit_to_16<S>(qh)        ((qh >> S) & 1) << 4 per byte
 //   pair_to_48<S>(qh)       ((qh >> S) & 3) << 4 per byte
@@ -54,9 +56,15 @@ namespace pocket::kernels {
 namespace {
 
 template <DType D>
-constexpr int kGgufElems = (D == DType::Q4_0 || D == DType::Q8_0) ? 32 : 256;
+constexpr bool kSmallBlock =
+    D == DType::Q4_0 || D == DType::Q4_1 || D == DType::Q5_0 || D == DType::Q5_1 || D == DType::Q8_0;
+template <DType D>
+constexpr int kGgufElems = kSmallBlock<D> ? 32 : 256;
 template <DType D>
 constexpr int kGgufBytes = D == DType::Q4_0   ? 18
+                           : D == DType::Q4_1 ? 20
+                           : D == DType::Q5_0 ? 22
+                           : D == DType::Q5_1 ? 24
                            : D == DType::Q8_0 ? 34
                            : D == DType::Q4_K ? 144
                            : D == DType::Q5_K ? 176
@@ -81,12 +89,12 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
   const int64_t nsb = job.cols / kGgufElems<Type>;
   const uint8_t* row = job.w + r * nsb * kGgufBytes<Type>;
   // Independent accumulators per token so a decode GEMV (T = 1) is not one
-  // long chain of dependent fmas: Q4_0/Q8_0 block j of each step of eight
+  // long chain of dependent fmas: a 32-block type's block j of each step of eight
   // goes to acc[t][j % kChains]; the K-quants add once per super-block
   // (acc[t][0]) and keep two integer chains inside it instead.
   constexpr int kChains = T == 1 ? 4 : T == 2 ? 2 : 1;
   typename B::A acc[T][kChains];
-  float corr[T][kChains];  // sums of offset * S[b] (Q4_0, Q8_0), subtracted at the end
+  float corr[T][kChains];  // sums of -offset * S[b] (32-element blocks), subtracted at the end
   typename B::F8 corr8[T];  // the same, eight blocks at a time (K-quants)
   for (int t = 0; t < T; ++t) {
     for (auto& a_t : acc[t]) a_t = B::zero();
@@ -98,23 +106,38 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
   const float* xs[T];
   for (int t = 0; t < T; ++t) xq[t] = a.row(t0 + t), dx[t] = a.scales(t0 + t), xs[t] = a.sums(t0 + t);
 
-  if constexpr (Type == DType::Q4_0 || Type == DType::Q8_0) {
+  if constexpr (kSmallBlock<Type>) {
     // Blocks of 32, eight per step so the accumulators rotate as for the
-    // K-quants. Q4_0: d, 16 bytes (element j low nibble, j + 16 high),
-    // value d * (code - 8). Q8_0: d, 32 int8 codes.
-    constexpr float kOffset = Type == DType::Q4_0 ? 8.0f : static_cast<float>(B::kS8Bias);
+    // K-quants. Every type starts with d (fp16); then Q4_0: 16 bytes
+    // (element j low nibble, j + 16 high), value d * (code - 8); Q4_1: m,
+    // the nibbles, value d * code + m; Q5_0: qh (uint32, bit j the fifth bit
+    // of element j), the nibbles, value d * (code - 16); Q5_1: m, qh, the
+    // nibbles, value d * code + m; Q8_0: 32 int8 codes, value d * code.
+    // The offsets go to corr as offset * S[b], negated (y = dots - corr).
     for (int64_t b0 = 0; b0 < nsb; b0 += 8) {
       unroll<8>([&](auto j) {
         const int64_t b = b0 + j;
         if (b >= nsb) return;
         const uint8_t* blk = row + b * kGgufBytes<Type>;
         const float d = B::half(blk);
-        const W w = Type == DType::Q4_0 ? B::nibbles16(blk + 2) : B::load32(blk + 2);
+        W w;
+        float neg_offset;  // -offset of the values: value = d * code - neg_offset
+        if constexpr (Type == DType::Q4_0) {
+          w = B::nibbles16(blk + 2), neg_offset = 8.0f * d;
+        } else if constexpr (Type == DType::Q4_1) {
+          w = B::nibbles16(blk + 4), neg_offset = -B::half(blk + 2);
+        } else if constexpr (Type == DType::Q5_0) {
+          w = B::or_(B::nibbles16(blk + 6), B::bits32_to_16(blk + 2)), neg_offset = 16.0f * d;
+        } else if constexpr (Type == DType::Q5_1) {
+          w = B::or_(B::nibbles16(blk + 8), B::bits32_to_16(blk + 4)), neg_offset = -B::half(blk + 2);
+        } else {  // Q8_0; dot_s8 adds kS8Bias to every code
+          w = B::load32(blk + 2), neg_offset = static_cast<float>(B::kS8Bias) * d;
+        }
         for (int t = 0; t < T; ++t) {
           auto& a = acc[t][j % kChains];
-          const auto dot = Type == DType::Q4_0 ? B::dot_u(w, xq[t] + b * 32) : B::dot_s8(w, xq[t] + b * 32);
+          const auto dot = Type == DType::Q8_0 ? B::dot_s8(w, xq[t] + b * 32) : B::dot_u(w, xq[t] + b * 32);
           a = B::fma(dot, d * dx[t][b], a);
-          corr[t][j % kChains] += kOffset * d * xs[t][b];
+          corr[t][j % kChains] += neg_offset * xs[t][b];
         }
       });
     }
@@ -208,6 +231,9 @@ void install_gguf_matmul(KernelTable& t) {
     t.matmul[static_cast<int>(d)] = {fn, true, 1, act_scale_block};
   };
   set(DType::Q4_0, matmul_gguf<B, DType::Q4_0>, kActBlock);
+  set(DType::Q4_1, matmul_gguf<B, DType::Q4_1>, kActBlock);
+  set(DType::Q5_0, matmul_gguf<B, DType::Q5_0>, kActBlock);
+  set(DType::Q5_1, matmul_gguf<B, DType::Q5_1>, kActBlock);
   set(DType::Q8_0, matmul_gguf<B, DType::Q8_0>, kActBlock);
   set(DType::Q4_K, matmul_gguf<B, DType::Q4_K>, 256);
   set(DType::Q5_K, matmul_gguf<B, DType::Q5_K>, 256);

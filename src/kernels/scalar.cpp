@@ -109,7 +109,7 @@ void f16_to_f32_row_ref(const uint16_t* x, float* y, int64_t n) {
 
 void install_scalar(KernelTable& t) {
   // Every type, including those no SIMD level implements (Q2_K, Q3_K,
-  // Q8_K, Q4_1, Q5_0, Q5_1): they run here, correct but slow.
+  // Q8_K): they run here, correct but slow.
   for (auto& e : t.matmul) e = MatmulEntry{matmul_ref, false, 1};
   t.rmsnorm = rmsnorm_ref;
   t.softmax = softmax_ref;

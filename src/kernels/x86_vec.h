@@ -144,6 +144,17 @@ struct X86Blocks {
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), m = _mm_set1_epi8(0x0f);
     return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m), _mm_and_si128(q, m));
   }
+  // Byte j gets byte j / 8 of the word (in-lane shuffle of a broadcast),
+  // tests bit j % 8 and becomes 0x10 or 0.
+  static W bits32_to_16(const uint8_t* p) {
+    uint32_t m;
+    std::memcpy(&m, p, 4);
+    const __m256i spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(static_cast<int>(m)),
+        _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), bytes(0x10));
+  }
   static W low4(W v) { return _mm256_and_si256(v, bytes(0x0f)); }
   static W high4(W v) { return _mm256_and_si256(_mm256_srli_epi16(v, 4), bytes(0x0f)); }
   // Bits S.. moved to bit 4 by a 16-bit shift; the mask keeps only bits

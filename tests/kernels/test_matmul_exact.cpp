@@ -32,7 +32,7 @@ using test::Rng;
 
 // Every weight type this file has an exact reference for; the coverage test
 // below fails if some level gains an int8 kernel for a type not listed.
-constexpr DType kInt8Types[] = {DType::Q8_0, DType::Q4_0, DType::PQ4, DType::PQ8};
+constexpr DType kInt8Types[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::PQ4, DType::PQ8};
 
 bool is_pq(DType t) { return t == DType::PQ4 || t == DType::PQ8; }
 
@@ -169,8 +169,9 @@ TEST_P(MatmulExactTest, ExtremeCodesMatchIntegerReference) {
   const DType type = GetParam();
   const auto levels = int8_levels(type);
   if (levels.empty()) GTEST_SKIP() << "no int8 kernel for " << dtype_name(type) << " on this CPU";
-  const bool nibble = type == DType::Q4_0 || type == DType::PQ4;
-  const int lo = nibble ? 0 : (type == DType::Q8_0 ? -128 : -127), hi = nibble ? 15 : 127;
+  const bool nibble = type == DType::Q4_0 || type == DType::Q4_1 || type == DType::PQ4;
+  const bool five = type == DType::Q5_0 || type == DType::Q5_1;
+  const int lo = nibble || five ? 0 : (type == DType::Q8_0 ? -128 : -127), hi = nibble ? 15 : five ? 31 : 127;
   const int64_t rows = 37, cols = 256;
   const int n = 5;
   for (int group : {32, 128}) {
@@ -242,7 +243,7 @@ TEST(MatmulExact, ReferenceAgreesWithEncodedValues) {
 
 // Every level's int8 kernels are covered: no level may have an int8 kernel
 // for a type that neither this file nor test_matmul_kquant.cpp (the
-// K-quants) has a reference for, and every SIMD level has all seven.
+// K-quants) has a reference for, and every SIMD level has all ten.
 TEST(MatmulExact, CoversEveryInt8Kernel) {
   std::set<DType> covered(std::begin(kInt8Types), std::end(kInt8Types));
   covered.insert({DType::Q4_K, DType::Q5_K, DType::Q6_K});
@@ -256,7 +257,7 @@ TEST(MatmulExact, CoversEveryInt8Kernel) {
           << isa_name(isa) << " has an int8 kernel for " << dtype_name(static_cast<DType>(i))
           << ", which no exact test has a reference for";
     }
-    EXPECT_EQ(count, isa == Isa::Scalar ? 0 : 7) << isa_name(isa);
+    EXPECT_EQ(count, isa == Isa::Scalar ? 0 : 10) << isa_name(isa);
   }
 }
 

@@ -21,8 +21,8 @@ struct BuiltWeight {
   std::vector<uint8_t> bytes;
   std::vector<float> values;  // rows * cols, the exact values encoded
   TensorView view;
-  // Quantized types only: the integer code of each element as stored (Q4_0
-  // and PQ4: the unsigned nibble 0..15; Q8_0 and PQ8: the signed byte) and,
+  // Quantized types only: the integer code of each element as stored (Q4_0,
+  // Q4_1 and PQ4: the unsigned nibble 0..15; Q5_0/Q5_1: 0..31; Q8_0 and PQ8: the signed byte) and,
   // per row and block of 32 columns (rows * ceil(cols / 32)), the scale and
   // offset with value = scale * code + offset (Q4_0: offset = -8 * d).
   std::vector<int> codes;
@@ -31,7 +31,8 @@ struct BuiltWeight {
 
 // Chooses the code of element (r, k) instead of the random one (the random
 // draw still happens, so the scales are those of the same seed). It must
-// return a code the type can store: 0..15 for Q4_0 and PQ4, -128..127 for
+// return a code the type can store: 0..15 for Q4_0, Q4_1 and PQ4, 0..31 for Q5_0
+// and Q5_1, -128..127 for
 // Q8_0, -127..127 for PQ8.
 using CodeFn = std::function<int(int64_t r, int64_t k)>;
 
@@ -50,7 +51,8 @@ inline BuiltWeight build_weight(DType type, int64_t rows, int64_t cols, int grou
   w.values.assign(static_cast<size_t>(rows * cols), 0.0f);
   auto val = [&](int64_t r, int64_t k) -> float& { return w.values[static_cast<size_t>(r * cols + k)]; };
   const int64_t blocks32 = (cols + 31) / 32;
-  const bool quantized = type == DType::Q8_0 || type == DType::Q4_0 || type == DType::PQ4 || type == DType::PQ8;
+  const bool quantized = type == DType::Q8_0 || type == DType::Q4_0 || type == DType::Q4_1 || type == DType::Q5_0 ||
+                         type == DType::Q5_1 || type == DType::PQ4 || type == DType::PQ8;
   if (quantized) {
     w.codes.assign(static_cast<size_t>(rows * cols), 0);
     w.block_scale.assign(static_cast<size_t>(rows * blocks32), 0.0f);
@@ -108,6 +110,32 @@ inline BuiltWeight build_weight(DType type, int64_t rows, int64_t cols, int grou
               w.bytes[at + 2 + j % 16] |= static_cast<uint8_t>(j < 16 ? q : q << 4);
               val(r, b * 32 + j) = d * (q - 8);
             }
+          }
+        }
+      break;
+    }
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1: {
+      // d, (Q4_1/Q5_1: m), (Q5_0/Q5_1: qh, bit j the fifth bit of element j), 16 nibble bytes.
+      const bool five = type != DType::Q4_1, has_min = type != DType::Q5_0;
+      const int bb = 2 + (has_min ? 2 : 0) + (five ? 4 : 0) + 16;
+      const int hi = five ? 31 : 15;
+      w.bytes.assign(static_cast<size_t>(rows * cols / 32 * bb), 0);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t b = 0; b < cols / 32; ++b) {
+          size_t at = static_cast<size_t>((r * (cols / 32) + b) * bb);
+          const float d = random_half(rng, 0.001f, 0.05f);
+          const float m = has_min ? random_half(rng, -0.5f, 0.5f) : -16.0f * d;
+          put_u16(w.bytes, at, f32_to_f16(d));
+          if (has_min) put_u16(w.bytes, at + 2, f32_to_f16(m));
+          const size_t qh_at = at + (has_min ? 4 : 2), qs_at = qh_at + (five ? 4 : 0);
+          set_block(r, b * 32, d, m);
+          for (int j = 0; j < 32; ++j) {
+            const int q = pick(r, b * 32 + j, static_cast<int>(rng.next() % static_cast<uint64_t>(hi + 1)), 0, hi);
+            w.bytes[qs_at + j % 16] |= static_cast<uint8_t>(j < 16 ? (q & 15) : (q & 15) << 4);
+            if (five && (q & 16)) w.bytes[qh_at + j / 8] |= static_cast<uint8_t>(1u << (j % 8));
+            val(r, b * 32 + j) = d * q + m;
           }
         }
       break;
