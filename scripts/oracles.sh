@@ -39,6 +39,18 @@ for t in gpt2_small llama3_small; do
   "$venv/bin/python" "$root/tools/oracles/tokenizer_cases.py" "$data/$t/tokenizer.json" "$data/corpus.json" \
     "$cases/$t.json" ${ORACLE_SEED:+--seed "$ORACLE_SEED"}
 done
+# Gemma 3's SentencePiece vocabulary (from the real GGUF, when
+# scripts/fetch_gemma3.sh installed it) through transformers' own converter,
+# on the shared held-out text (tools/corpus/make_corpus.py) and random strings.
+gemma="${POCKET_GEMMA3_GGUF:-$HOME/.cache/pocket/gemma-3-270m-q4_k_m.gguf}"
+if [[ -f "$gemma" ]]; then
+  "$py" "$root/tools/corpus/make_corpus.py" --out "$root/build/corpus" >/dev/null
+  "$venv/bin/python" "$root/tools/oracles/gemma3_tokenizer.py" "$gemma" "$cases/gemma3"
+  "$venv/bin/python" "$root/tools/oracles/tokenizer_cases.py" "$cases/gemma3/tokenizer.json" "$cases/gemma3/corpus.json" \
+    "$cases/gemma3.json" ${ORACLE_SEED:+--seed "$ORACLE_SEED"}
+else
+  echo "oracles: Gemma 3 270M not installed (scripts/fetch_gemma3.sh): its tokenizer parity is skipped"
+fi
 POCKET_ORACLE_CASES="$cases" "$build/pocket_tests_tokenizer" --gtest_filter='TokenizerLive.*' --gtest_brief=1
 "$venv/bin/python" "$root/tools/oracles/chat_cases.py" "$shared/tokenizers/qwen3" "$root/tests/data/chat/cases.json" \
   "$cases/chat_qwen3.json" ${ORACLE_SEED:+--seed "$ORACLE_SEED"}

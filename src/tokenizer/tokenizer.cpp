@@ -180,13 +180,18 @@ void Tokenizer::Impl::encode_segment(std::string_view text, bool at_start, std::
   std::string normalized;
   if (vocab.nfc) text = unicode::nfc(text, normalized);
   if (vocab.kind == TokenizerKind::SentencePieceBPE) {
-    if (vocab.add_space_prefix && at_start) {
-      std::string spaced = " ";
-      spaced += text;
-      bpe_sentencepiece(spaced, out);
-    } else {
-      bpe_sentencepiece(text, out);
+    // SentencePiece escapes a space as U+2581 before it splits, so a literal
+    // U+2581 in the text is a space too (SentencePiece, HF and llama.cpp
+    // agree); the pieces here spell it ' ', so the text does as well.
+    std::string spaced = vocab.add_space_prefix && at_start ? " " : "";
+    for (size_t i = 0; i < text.size();) {
+      const size_t at = text.find("\xE2\x96\x81", i);
+      spaced.append(text.substr(i, at == std::string_view::npos ? std::string_view::npos : at - i));
+      if (at == std::string_view::npos) break;
+      spaced.push_back(' ');
+      i = at + 3;
     }
+    bpe_sentencepiece(spaced, out);
     return;
   }
   std::string spaced;
