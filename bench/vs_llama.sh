@@ -5,8 +5,10 @@
 #
 #   bash bench/vs_llama.sh build  SCRATCH [avx2]   # llama.cpp from the llama-cpp-python sdist (PyPI)
 #   bash bench/vs_llama.sh run    SCRATCH [avx2] [preset] [rounds]
+#   bash bench/vs_llama.sh files  SCRATCH [avx2] GGUF [POCKET_FILE...]
 #
-# `build` downloads the sdist into SCRATCH (outside the repository) and
+# `build` downloads the sdist (0.3.36; its build tools come as wheels) into
+# SCRATCH (outside the repository) and
 # builds llama-quantize and llama-bench: natively, or with `avx2` limited to
 # AVX2/FMA/F16C (no AVX-512, no VNNI) so an AVX-512 host can measure the
 # AVX2 level of both engines. `run` writes the synthetic `preset` (default
@@ -17,7 +19,9 @@
 # (2 threads, 512 prompt tokens, 128 generated, 5 runs each after a warm-up;
 # with `avx2` Pocket runs with POCKET_ISA=avx2). Per-round medians go to
 # SCRATCH/vs_llama-<isa>-<preset>.tsv, a summary (median of the rounds) to
-# stdout.
+# stdout. `files` does the same for a real GGUF (both engines on it) and
+# Pocket's own conversions of it ($ROUNDS rounds, default 3), with each
+# process's peak resident memory (/usr/bin/time) beside Pocket's own figure.
 set -euo pipefail
 
 mode=${1:?usage: bench/vs_llama.sh build|run SCRATCH [avx2] [preset] [rounds]}
@@ -34,7 +38,7 @@ llama_build=$llama_src/build-$isa
 
 if [[ "$mode" == build ]]; then
   if [[ -z "$llama_src" ]]; then
-    (cd "$scratch" && pip download --no-binary :all: --no-deps llama-cpp-python -d . &&
+    (cd "$scratch" && pip download --no-binary llama-cpp-python --no-deps llama-cpp-python==0.3.36 -d . &&
       tar xzf llama_cpp_python-*.tar.gz)
     llama_src=$(ls -d "$scratch"/llama_cpp_python-*/vendor/llama.cpp | head -1)
     llama_build=$llama_src/build-$isa
@@ -47,53 +51,76 @@ if [[ "$mode" == build ]]; then
   cmake --build "$llama_build" --target llama-quantize llama-bench -j"$(nproc)"
   exit 0
 fi
-[[ "$mode" == run ]] || { echo "vs_llama: unknown mode $mode" >&2; exit 2; }
+[[ "$mode" == run || "$mode" == files ]] || { echo "vs_llama: unknown mode $mode" >&2; exit 2; }
 [[ -x "$llama_build/bin/llama-bench" ]] || { echo "vs_llama: run 'bench/vs_llama.sh build $scratch${isa/native/}' first" >&2; exit 2; }
 
 pocket=$repo/build/release/pocket
-files=$scratch/files
-mkdir -p "$files"
-f16=$files/$preset-f16.gguf
-[[ -f $f16 ]] || "$pocket" create --preset "$preset" --weights f16 -o "$f16"
-for q in Q4_K_M Q4_0; do
-  [[ -f $files/$preset-$q.gguf ]] || "$llama_build/bin/llama-quantize" "$f16" "$files/$preset-$q.gguf" "$q" >/dev/null
-done
-[[ -f $files/$preset-q4.pocket ]] || "$pocket" create --preset "$preset" --weights q4 --group 64 -o "$files/$preset-q4.pocket"
-
 pocket_env=()
 [[ $isa == avx2 ]] && pocket_env=(POCKET_ISA=avx2)
-tsv=$scratch/vs_llama-$isa-$preset.tsv
-printf 'round\tengine\tfile\tprefill_tok_s\tdecode_tok_s\tbandwidth_GB_s\n' >"$tsv"
-pocket_row() {  # round, file
-  env "${pocket_env[@]}" "$pocket" bench -m "$files/$2" -p 512 -n 128 -t 2 --runs 5 --json 2>/dev/null |
-    python3 -c 'import json,sys; j=json.load(sys.stdin); print("\t".join([sys.argv[1], "pocket", sys.argv[2],
-      "%.1f" % j["prefill_tok_s"]["median"], "%.1f" % j["decode_tok_s"]["median"], "%.1f" % (j["bandwidth_bytes_s"] / 1e9)]))' \
-      "$1" "$2" >>"$tsv"
+# Each row: median prefill and decode of 5 runs after a warm-up, Pocket's
+# bandwidth probe, and the process's peak resident set: llama-bench's maximum
+# RSS from GNU time, Pocket's VmHWM as its bench reports it (its bandwidth
+# probe's buffer left out).
+pocket_row() {  # round, path
+  local out
+  out=$(env "${pocket_env[@]}" "$pocket" bench -m "$2" -p 512 -n 128 -t 2 --runs 5 --json 2>/dev/null)
+  python3 -c 'import json,sys; j=json.loads(sys.argv[3])
+print("\t".join([sys.argv[1], "pocket", sys.argv[2].rsplit("/", 1)[-1], "%.1f" % j["prefill_tok_s"]["median"],
+  "%.1f" % j["decode_tok_s"]["median"], "%.1f" % (j["bandwidth_bytes_s"] / 1e9), "%.0f" % j["peak_rss_mb"]]))' \
+    "$1" "$2" "$out" >>"$tsv"
 }
-llama_row() {  # round, file
-  "$llama_build/bin/llama-bench" -m "$files/$2" -p 512 -n 128 -t 2 -r 5 -o json 2>/dev/null |
-    python3 -c 'import json,statistics as st,sys; r=json.load(sys.stdin)
+llama_row() {  # round, path
+  local out
+  out=$(/usr/bin/time -f 'maxrss_kb=%M' "$llama_build/bin/llama-bench" -m "$2" -p 512 -n 128 -t 2 -r 5 -o json 2>&1)
+  python3 -c 'import json,re,statistics as st,sys; t=sys.argv[3]; r=json.loads(t[t.index("["):t.rindex("]") + 1])
+rss=re.search(r"maxrss_kb=(\d+)", t).group(1)
 pp=[x for x in r if x["n_prompt"] > 0][0]; tg=[x for x in r if x["n_gen"] > 0][0]
-print("\t".join([sys.argv[1], "llama.cpp", sys.argv[2], "%.1f" % st.median(pp["samples_ts"]), "%.1f" % st.median(tg["samples_ts"]), "-"]))' \
-      "$1" "$2" >>"$tsv"
+print("\t".join([sys.argv[1], "llama.cpp", sys.argv[2].rsplit("/", 1)[-1], "%.1f" % st.median(pp["samples_ts"]),
+  "%.1f" % st.median(tg["samples_ts"]), "-", "%.0f" % (int(rss) / 1024)]))' \
+    "$1" "$2" "$out" >>"$tsv"
 }
-for ((r = 1; r <= rounds; r++)); do
-  pocket_row "$r" "$preset-q4.pocket"
-  llama_row "$r" "$preset-Q4_K_M.gguf"
-  pocket_row "$r" "$preset-Q4_K_M.gguf"
-  llama_row "$r" "$preset-Q4_0.gguf"
-  pocket_row "$r" "$preset-Q4_0.gguf"
-done
+header() { printf 'round\tengine\tfile\tprefill_tok_s\tdecode_tok_s\tbandwidth_GB_s\tmax_rss_MiB\n' >"$tsv"; }
+
+if [[ "$mode" == files ]]; then
+  gguf=$(realpath "${3:?usage: bench/vs_llama.sh files SCRATCH [avx2] GGUF [POCKET_FILE...]}")
+  shift 3
+  tsv=$scratch/vs_llama-$isa-$(basename "$gguf" .gguf).tsv
+  header
+  for ((r = 1; r <= ${ROUNDS:-3}; r++)); do
+    llama_row "$r" "$gguf"
+    pocket_row "$r" "$gguf"
+    for f in "$@"; do pocket_row "$r" "$(realpath "$f")"; done
+  done
+else
+  files=$scratch/files
+  mkdir -p "$files"
+  f16=$files/$preset-f16.gguf
+  [[ -f $f16 ]] || "$pocket" create --preset "$preset" --weights f16 -o "$f16"
+  for q in Q4_K_M Q4_0; do
+    [[ -f $files/$preset-$q.gguf ]] || "$llama_build/bin/llama-quantize" "$f16" "$files/$preset-$q.gguf" "$q" >/dev/null
+  done
+  [[ -f $files/$preset-q4.pocket ]] || "$pocket" create --preset "$preset" --weights q4 --group 64 -o "$files/$preset-q4.pocket"
+  tsv=$scratch/vs_llama-$isa-$preset.tsv
+  header
+  for ((r = 1; r <= rounds; r++)); do
+    pocket_row "$r" "$files/$preset-q4.pocket"
+    llama_row "$r" "$files/$preset-Q4_K_M.gguf"
+    pocket_row "$r" "$files/$preset-Q4_K_M.gguf"
+    llama_row "$r" "$files/$preset-Q4_0.gguf"
+    pocket_row "$r" "$files/$preset-Q4_0.gguf"
+  done
+fi
 python3 - "$tsv" "$isa" <<'EOF'
 import csv, statistics as st, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 print(f"{sys.argv[2]} level, medians of {len({r['round'] for r in rows})} rounds (each the median of 5 runs after 1 warm-up):")
-print("| engine | file | prefill 512 tok/s [min, max] | decode 128 tok/s [min, max] |")
-print("|---|---|---|---|")
+print("| engine | file | prefill 512 tok/s [min, max] | decode 128 tok/s [min, max] | max RSS MiB |")
+print("|---|---|---|---|---|")
 for key in dict.fromkeys((r["engine"], r["file"]) for r in rows):
     sel = [r for r in rows if (r["engine"], r["file"]) == key]
     p = [float(r["prefill_tok_s"]) for r in sel]; d = [float(r["decode_tok_s"]) for r in sel]
-    print(f"| {key[0]} | {key[1]} | {st.median(p):.1f} [{min(p):.1f}, {max(p):.1f}] | {st.median(d):.1f} [{min(d):.1f}, {max(d):.1f}] |")
+    m = st.median(float(r["max_rss_MiB"]) for r in sel)
+    print(f"| {key[0]} | {key[1]} | {st.median(p):.1f} [{min(p):.1f}, {max(p):.1f}] | {st.median(d):.1f} [{min(d):.1f}, {max(d):.1f}] | {m:.0f} |")
 bw = [float(r["bandwidth_GB_s"]) for r in rows if r["bandwidth_GB_s"] != "-"]
 print(f"Pocket's bandwidth probe over the run: median {st.median(bw):.1f} GB/s [{min(bw):.1f}, {max(bw):.1f}]")
 EOF
