@@ -8,7 +8,7 @@
 # llama.cpp's converters use) for the GgufLive test, and a plain GGUF written by Pocket read back by
 # gguf. Without PyPI the stage says so and stops with success:
 # the committed golden files (release stage) still check parity.
-#   scripts/oracles.sh BUILD_DIR     (BUILD_DIR holds pocket_tests_tokenizer)
+#   scripts/oracles.sh BUILD_DIR     (BUILD_DIR holds pocket_tests_tokenizer and pocket)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/release}"
@@ -39,6 +39,15 @@ for t in gpt2_small llama3_small; do
   "$venv/bin/python" "$root/tools/oracles/tokenizer_cases.py" "$data/$t/tokenizer.json" "$data/corpus.json" \
     "$cases/$t.json" ${ORACLE_SEED:+--seed "$ORACLE_SEED"}
 done
+# A vocabulary pruned by `pocket prune-vocab` the way the project's 64K one is
+# made (counted on the training split), loaded by the real library, which must
+# give Pocket's ids on the whole held-out split (TokenizerLive.PrunedQwen3...).
+corpus="$root/build/corpus"
+[[ -f "$corpus/heldout_en.txt" ]] || "$py" "$root/tools/corpus/make_corpus.py" --shared "$shared" --out "$corpus" >/dev/null
+"$build/pocket" prune-vocab "$shared/tokenizers/qwen3" "$cases/qwen3_pruned" --keep 64000 \
+  --corpus "$corpus/train_zh.txt" "$corpus/train_en.txt" >/dev/null
+"$venv/bin/python" "$root/tools/oracles/tokenizer_cases.py" "$cases/qwen3_pruned/tokenizer.json" "$data/corpus.json" \
+  "$cases/qwen3_pruned.json" --text "$corpus/heldout_zh.txt" "$corpus/heldout_en.txt" ${ORACLE_SEED:+--seed "$ORACLE_SEED"}
 POCKET_ORACLE_CASES="$cases" "$build/pocket_tests_tokenizer" --gtest_filter='TokenizerLive.*' --gtest_brief=1
 "$venv/bin/python" "$root/tools/oracles/chat_cases.py" "$shared/tokenizers/qwen3" "$root/tests/data/chat/cases.json" \
   "$cases/chat_qwen3.json" ${ORACLE_SEED:+--seed "$ORACLE_SEED"}

@@ -1,0 +1,63 @@
+// pocket prune-vocab: a smaller byte-level BPE vocabulary chosen by token use
+// on a corpus (src/prune/).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli_common.h"
+#include "prune/prune.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+
+namespace pocket::cli {
+
+namespace {
+
+struct PruneArgs {
+  std::string in, out, report, map;
+  prune::PruneOptions opt;
+  int threads = 0;
+};
+
+int prune_vocab(PruneArgs& a) {
+  a.opt.threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  a.opt.map_path = a.map;
+  a.opt.progress = true;
+  const prune::PruneReport r = prune::prune_vocab(a.in, a.out, a.opt);
+  const std::string md = r.markdown();
+  std::fwrite(md.data(), 1, md.size(), stdout);
+  if (!a.report.empty()) {
+    const bool json = a.report.size() >= 5 && a.report.compare(a.report.size() - 5, 5, ".json") == 0;
+    const std::string text = json ? r.json() : md;
+    write_file_atomically(a.report, [&](std::ostream& o) { o << text; });
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_prune_vocab(CLI::App& app, int& rc) {
+  auto a = std::make_shared<PruneArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "prune-vocab", "Prune a byte-level BPE vocabulary to the tokens a corpus uses most (tokenizer.json or a folder)");
+  sub->add_option("input", a->in, "tokenizer.json, or a folder with tokenizer.json (+ tokenizer_config.json)")->required();
+  sub->add_option("output", a->out, "tokenizer.json (or folder) to write; never the input")->required();
+  sub->add_option("--keep", a->opt.keep, "Tokens to keep, all kinds together (e.g. 64000)")->required();
+  sub->add_option("--corpus", a->opt.corpus, "UTF-8 text files, one document per line, to count token use on")
+      ->required()
+      ->expected(1, -1);
+  sub->add_option("--keep-tokens", a->opt.keep_tokens,
+                  "File: one token per line (as spelled in the vocabulary, or text whose tokens are all kept)");
+  sub->add_option("--min-count", a->opt.min_count,
+                  "Tokens seen fewer times are not chosen by count (default 0: unseen tokens fill the rest in id order)");
+  sub->add_option("--heldout", a->opt.heldout, "UTF-8 text files (not counted) to measure tokens/char on")
+      ->expected(1, -1);
+  sub->add_option("--report", a->report, "Also write the report here (.json: JSON, else markdown)");
+  sub->add_option("--map", a->map, "Where to write the old->new id map (default: beside OUT)");
+  sub->add_option("-t,--threads", a->threads, "Worker threads (default: all cores)");
+  sub->callback([a, &rc] { rc = prune_vocab(*a); });
+}
+
+}  // namespace pocket::cli
