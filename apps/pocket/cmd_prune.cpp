@@ -1,5 +1,5 @@
 // pocket prune-vocab: a smaller byte-level BPE vocabulary chosen by token use
-// on a corpus (src/prune/).
+// on a corpus, for a tokenizer or a whole model (src/prune/).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -41,9 +41,12 @@ int prune_vocab(PruneArgs& a) {
 void add_prune_vocab(CLI::App& app, int& rc) {
   auto a = std::make_shared<PruneArgs>();
   CLI::App* sub = app.add_subcommand(
-      "prune-vocab", "Prune a byte-level BPE vocabulary to the tokens a corpus uses most (tokenizer.json or a folder)");
-  sub->add_option("input", a->in, "tokenizer.json, or a folder with tokenizer.json (+ tokenizer_config.json)")->required();
-  sub->add_option("output", a->out, "tokenizer.json (or folder) to write; never the input")->required();
+      "prune-vocab",
+      "Prune a byte-level BPE vocabulary (of a tokenizer or a model) to the tokens a corpus uses most");
+  sub->add_option("input", a->in,
+                  "tokenizer.json, a folder of tokenizer files, a Hugging Face model folder, a GGUF or a Pocket file")
+      ->required();
+  sub->add_option("output", a->out, "What to write, of the same kind as the input; never the input")->required();
   sub->add_option("--keep", a->opt.keep, "Tokens to keep, all kinds together (e.g. 64000)")->required();
   sub->add_option("--corpus", a->opt.corpus, "UTF-8 text files, one document per line, to count token use on")
       ->required()

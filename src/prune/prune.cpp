@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "generate/chat.h"
+#include "formats/model_file.h"
 #include "prune/hf_rewrite.h"
+#include "prune/prune_model.h"
 #include "prune/vocab_prune.h"
 #include "tokenizer/hf_json.h"
 #include "util/atomic_file.h"
@@ -37,7 +39,7 @@ uint64_t size_of(const std::string& path) {
 std::string default_map_path(const std::string& out, bool folder) {
   if (folder) return (fs::path(out) / "vocab_map.json").string();
   fs::path p(out);
-  if (p.extension() == ".json") p.replace_extension();
+  p.replace_extension();
   return p.string() + ".vocab_map.json";
 }
 
@@ -97,34 +99,45 @@ PruneReport prune_vocab(const std::string& in, const std::string& out, const Pru
   r.keep = opt.keep;
   r.corpus = opt.corpus;
   // What IN is.
-  std::string json_path, config_path;
-  bool folder = false;
+  enum class Kind { TokenizerFile, TokenizerFolder, HfModel, GgufModel } kind;
+  std::string json_path, config_path, chat_template;
+  Vocab vocab;
   if (is_directory(in)) {
-    if (file_exists(in + "/config.json"))
-      fail(in, ": a Hugging Face model folder; pruning model folders is not supported yet (give its tokenizer.json "
-               "or a folder with only tokenizer files)");
+    kind = file_exists(in + "/config.json") ? Kind::HfModel : Kind::TokenizerFolder;
     json_path = in + "/tokenizer.json";
     if (!file_exists(json_path)) fail(in, ": no tokenizer.json in this folder");
     if (file_exists(in + "/tokenizer_config.json")) config_path = in + "/tokenizer_config.json";
-    folder = true;
-    r.kind = "tokenizer folder";
-  } else {
-    if (!file_exists(in)) fail(in, ": no such file");
-    if (fs::path(in).extension() != ".json")
-      fail(in, ": not a tokenizer.json; pruning model files is not supported yet");
+    r.kind = kind == Kind::HfModel ? "Hugging Face model folder" : "tokenizer folder";
+  } else if (!file_exists(in)) {
+    fail(in, ": no such file");
+  } else if (fs::path(in).extension() == ".json") {
+    kind = Kind::TokenizerFile;
     json_path = in;
     const std::string beside = (fs::path(in).parent_path() / "tokenizer_config.json").string();
     if (file_exists(beside)) config_path = beside;
     r.kind = "tokenizer.json";
+  } else {
+    kind = Kind::GgufModel;
+    const ModelFile f = open_model(in);
+    if (f.format != "gguf" && f.format != "pocket")
+      fail(in, ": a ", f.format, " model; prune-vocab takes a GGUF or Pocket file, a Hugging Face folder or a tokenizer.json");
+    vocab = f.vocab;
+    chat_template = f.chat_template;
+    r.kind = f.format == "pocket" ? "Pocket file" : "GGUF file";
   }
+  const bool folder = kind == Kind::TokenizerFolder || kind == Kind::HfModel;
   if (folder && file_exists(out) && !is_directory(out)) fail(out, ": exists and is not a folder (IN is a folder)");
-  if (!folder && is_directory(out)) fail(out, ": is a folder; give the tokenizer.json file to write");
-  if (folder && file_exists(out) && same_path(json_path, out + "/tokenizer.json"))
+  if (!folder && is_directory(out)) fail(out, ": is a folder; give the file to write");
+  if (folder && file_exists(out) && same_path(in, out))
     fail("OUT (", out, ") is the input: pruning never overwrites its input");
 
-  std::string chat_template;
-  const Vocab vocab = vocab_from_hf_json(json_path, config_path, &chat_template);
-  if (vocab.kind != TokenizerKind::ByteLevelBPE) fail(json_path, ": not a byte-level BPE tokenizer");
+  r.map_path = opt.map_path.empty() ? default_map_path(out, folder) : opt.map_path;
+  if (same_path(r.map_path, in) || (!json_path.empty() && same_path(r.map_path, json_path)) ||
+      (!config_path.empty() && same_path(r.map_path, config_path)))
+    fail("--map (", r.map_path, ") is an input file: pruning never overwrites its input");
+  if (!json_path.empty()) vocab = vocab_from_hf_json(json_path, config_path, &chat_template);
+  if (vocab.kind != TokenizerKind::ByteLevelBPE)
+    fail(in, ": not a byte-level BPE tokenizer (prune-vocab needs a GPT-2 / Qwen / Llama 3 style vocabulary)");
   const auto tok = Tokenizer::create(vocab);
 
   std::vector<Corpus> corpora;
@@ -144,23 +157,25 @@ PruneReport prune_vocab(const std::string& in, const std::string& out, const Pru
   const PrunedVocab pruned = apply_selection(vocab, sel.kept);
   const auto pruned_tok = Tokenizer::create(pruned.vocab);
 
-  // Outputs: the tokenizer file(s), then the id map.
-  const std::string out_json = folder ? (fs::path(out) / "tokenizer.json").string() : out;
+  // Outputs: the model or tokenizer file(s), then the id map.
   if (folder) fs::create_directories(out);
-  {
+  if (kind == Kind::GgufModel) {
+    write_pruned_gguf(in, out, pruned);
+    r.files.push_back({fs::path(in).filename().string(), size_of(in), size_of(out)});
+  } else {
+    const std::string out_json = folder ? (fs::path(out) / "tokenizer.json").string() : out;
     auto file = MappedFile::open(json_path);
     const std::string_view text(reinterpret_cast<const char*>(file->data()), file->size());
     write_text(out_json, rewrite_tokenizer_json(text, pruned, json_path));
+    r.files.push_back({"tokenizer.json", size_of(json_path), size_of(out_json)});
   }
-  r.files.push_back({"tokenizer.json", size_of(json_path), size_of(out_json)});
   if (folder && !config_path.empty()) {
     const std::string out_config = (fs::path(out) / "tokenizer_config.json").string();
     write_text(out_config, rewrite_tokenizer_config(read_text_file(config_path), pruned, config_path));
     r.files.push_back({"tokenizer_config.json", size_of(config_path), size_of(out_config)});
   }
-  r.map_path = opt.map_path.empty() ? default_map_path(out, folder) : opt.map_path;
-  if (same_path(r.map_path, json_path) || same_path(r.map_path, config_path.empty() ? json_path : config_path))
-    fail("--map (", r.map_path, ") is an input file: pruning never overwrites its input");
+  if (kind == Kind::HfModel)
+    for (const WrittenFile& f : write_pruned_hf_folder(in, out, pruned)) r.files.push_back({f.name, f.before, f.after});
   write_text(r.map_path, id_map_json(pruned));
 
   r.vocab_before = static_cast<int64_t>(vocab.tokens.size());

@@ -52,6 +52,9 @@ TEST(CliPrune, BadInputGivesOneClearError) {
       {"prune-vocab " + gpt2_small() + " " + gpt2_small() + " --keep 300" + good, "never overwrites", 1},
       {"prune-vocab " + gpt2_small() + " " + dir.file("o.json") + " --keep 300 --corpus /nonexistent/c.txt",
        "/nonexistent/c.txt", 1},
+      {"prune-vocab " + pocket::test::stories_model() + " " + dir.file("o.bin") + " --keep 300 --tokenizer x" + good,
+       "--tokenizer", 2},
+      {"prune-vocab " + pocket::test::stories_model() + " " + dir.file("o.bin") + " --keep 300" + good, "llama2c", 1},
       {"prune-vocab " + gpt2_small() + " " + dir.file("o.json") + good, "--keep", 2},
       {"prune-vocab " + gpt2_small() + " " + dir.file("o.json") + " --keep 300", "--corpus", 2},
   };
@@ -65,6 +68,26 @@ TEST(CliPrune, BadInputGivesOneClearError) {
     }
   }
   EXPECT_FALSE(std::filesystem::exists(dir.file("o.json")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("o.bin")));
+}
+
+// pocket create --tokenizer: a model that carries a real vocabulary, which
+// prune-vocab then prunes (model and tokenizer together).
+TEST(CliPrune, CreateWithARealTokenizerThenPruneTheModel) {
+  pocket::test::TempDir dir;
+  std::ofstream(dir.file("corpus.txt")) << "hello world\nthe quick brown fox\n";
+  auto c = run("create --preset tiny-qwen3 --tokenizer " + gpt2_small() + " -o " + dir.file("m.pocket"));
+  ASSERT_EQ(c.code, 0) << c.out;
+  auto info = run("info " + dir.file("m.pocket"));
+  EXPECT_NE(info.out.find("957"), std::string::npos) << info.out;
+  auto p = run("prune-vocab " + dir.file("m.pocket") + " " + dir.file("p.pocket") + " --keep 300 --corpus " +
+               dir.file("corpus.txt"));
+  ASSERT_EQ(p.code, 0) << p.out;
+  EXPECT_NE(p.out.find("(Pocket file)"), std::string::npos) << p.out;
+  auto r = run("run -m " + dir.file("p.pocket") + " -p \"hello world\" -n 4 --temp 0 -q");
+  EXPECT_EQ(r.code, 0) << r.out;
+  auto info2 = run("info " + dir.file("p.pocket"));
+  EXPECT_NE(info2.out.find("300"), std::string::npos) << info2.out;
 }
 
 }  // namespace
