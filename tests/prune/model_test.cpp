@@ -14,6 +14,7 @@
 #include "common/test_util.h"
 #include "convert/create_model.h"
 #include "convert/quantize_model.h"
+#include "formats/gguf_writer.h"
 #include "formats/hf_folder.h"
 #include "formats/model_file.h"
 #include "formats/safetensors.h"
@@ -169,6 +170,29 @@ TEST(PruneModel, NeverOverwritesTheInputModel) {
   o.corpus = {dir.file("corpus.txt")};
   EXPECT_THROW(prune::prune_vocab(in, in, o), Error);
   EXPECT_EQ(read_text_file(in), original);
+}
+
+// A SentencePiece vocabulary (llama2.c's stories260K written as GGUF) is a
+// clear error, and nothing is written.
+TEST(PruneModel, ASentencePieceModelIsAClearError) {
+  test::TempDir dir;
+  const ModelFile l2c = open_model(test::stories_model());
+  GgufWriter w;
+  add_config_metadata(w, l2c.config);
+  add_vocab_metadata(w, l2c.vocab, "");
+  for (const auto& [name, t] : l2c.tensors) w.add_tensor(name, t.type, t.shape, t.data, t.nbytes);
+  w.write(dir.file("stories.gguf"));
+  std::ofstream(dir.file("corpus.txt")) << "Once upon a time\n";
+  prune::PruneOptions o;
+  o.keep = 300;
+  o.corpus = {dir.file("corpus.txt")};
+  try {
+    prune::prune_vocab(dir.file("stories.gguf"), dir.file("out.gguf"), o);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a byte-level BPE tokenizer"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir.file("out.gguf")));
 }
 
 }  // namespace
