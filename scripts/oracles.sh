@@ -4,7 +4,8 @@
 # tools/oracles/requirements.txt, fresh cases from them (the committed corpus
 # plus random strings, a new seed each run), and the TokenizerLive tests
 # against those cases; conversations rendered by transformers'
-# apply_chat_template for the ChatLive test; then GGUF files written by `gguf` (the library
+# apply_chat_template for the ChatLive test; a Qwen3 vocabulary pruned by
+# `pocket prune-vocab`, loaded by tokenizers and transformers; then GGUF files written by `gguf` (the library
 # llama.cpp's converters use) for the GgufLive test, and a plain GGUF written by Pocket read back by
 # gguf. Without PyPI the stage says so and stops with success:
 # the committed golden files (release stage) still check parity.
@@ -52,6 +53,9 @@ POCKET_ORACLE_CASES="$cases" "$build/pocket_tests_tokenizer" --gtest_filter='Tok
 "$venv/bin/python" "$root/tools/oracles/chat_cases.py" "$shared/tokenizers/qwen3" "$root/tests/data/chat/cases.json" \
   "$cases/chat_qwen3.json" ${ORACLE_SEED:+--seed "$ORACLE_SEED"}
 POCKET_ORACLE_CHAT="$cases/chat_qwen3.json" "$build/pocket_tests_generate" --gtest_filter='ChatLive.*' --gtest_brief=1
+# The same conversations through transformers with the pruned folder: same text, same ids mapped.
+"$venv/bin/python" "$root/tools/oracles/pruned_chat_check.py" "$shared/tokenizers/qwen3" "$cases/qwen3_pruned" \
+  "$cases/chat_qwen3.json"
 "$venv/bin/python" "$root/tools/oracles/gguf_files.py" "$data/gpt2_small/tokenizer.json" "$root/build/oracle-gguf"
 POCKET_ORACLE_GGUF="$root/build/oracle-gguf" "$build/pocket_tests_formats" --gtest_filter='GgufLive.*' --gtest_brief=1
 # The other direction: a plain GGUF written by `pocket quantize --format gguf`
