@@ -4,10 +4,13 @@
 // (4) chat templates and special tokens encode the same (mapped).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "common/test_util.h"
 #include "generate/chat.h"
 #include "prune/prune_fixture.h"
 #include "tokenizer/unicode.h"
+#include "util/mapped_file.h"
 #include "util/utf8.h"
 
 namespace pocket {
@@ -56,6 +59,29 @@ TEST(PruneQwen3, KeptOnlyHeldOutTextEncodesIdentically) {
     EXPECT_EQ(s.docs_round_trip, s.docs) << name;
     EXPECT_GE(s.tokens_after, s.tokens_before) << name;
   }
+}
+
+// (2) and (1) on the tokenizer test corpus (tests/data/tokenizer/corpus.json:
+// mixed scripts, emoji, whitespace runs, special tokens in text), with and
+// without special-token matching.
+TEST(PruneQwen3, TheTokenizerTestCorpusToo) {
+  const auto& p = pruned_qwen3();
+  const auto corpus = nlohmann::json::parse(read_text_file(test::test_data_dir() + "/tokenizer/corpus.json"));
+  size_t all_kept = 0;
+  for (const auto& item : corpus) {
+    const std::string text = item.get<std::string>();
+    for (bool special : {false, true}) {
+      const auto before = p.before->encode(text, {.allow_special = special});
+      const auto after = p.after->encode(text, {.allow_special = special});
+      EXPECT_EQ(p.after->decode(after), p.before->decode(before)) << text;
+      bool kept = true;
+      for (int32_t id : before) kept = kept && p.pruned.old_to_new[static_cast<size_t>(id)] >= 0;
+      if (!kept) continue;
+      ++all_kept;
+      EXPECT_EQ(mapped(before, p.pruned.old_to_new), after) << text;
+    }
+  }
+  EXPECT_GT(all_kept, corpus.size() / 2);
 }
 
 // The same check must fail when the kept set is not closed under ancestry:
