@@ -3,7 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
+#include "util/atomic_file.h"
 #include "util/json_cursor.h"
+#include "util/mapped_file.h"
 
 namespace pocket::prune {
 namespace {
@@ -199,6 +201,30 @@ std::string rewrite_tokenizer_config(std::string_view original, const PrunedVoca
     *dec = std::move(out);
   }
   return j.dump(2) + "\n";
+}
+
+std::vector<std::string> rewrite_tokenizer_side_files(const std::string& in_dir, const std::string& out_dir,
+                                                      const PrunedVocab& p, std::vector<std::string>& not_carried) {
+  std::vector<std::string> written;
+  auto src = [&](const char* name) { return in_dir + "/" + name; };
+  auto dst = [&](const char* name) { return out_dir + "/" + name; };
+  auto write = [&](const char* name, const std::string& text) {
+    write_file_atomically(dst(name), [&](std::ostream& o) { o << text; });
+    written.emplace_back(name);
+  };
+  if (file_exists(src("special_tokens_map.json"))) write("special_tokens_map.json", read_text_file(src("special_tokens_map.json")));
+  if (file_exists(src("added_tokens.json"))) {
+    ojson j = parse(read_text_file(src("added_tokens.json")), src("added_tokens.json"));
+    for (auto& [text, id] : j.items()) {
+      const int32_t n = new_id(p, id, src("added_tokens.json"), "\"" + text + "\"");
+      if (n < 0) fail(src("added_tokens.json"), ": \"", text, "\" was dropped (added tokens are always kept)");
+      id = n;
+    }
+    write("added_tokens.json", j.dump(2) + "\n");
+  }
+  for (const char* name : {"vocab.json", "merges.txt"})
+    if (file_exists(src(name))) not_carried.emplace_back(name);
+  return written;
 }
 
 }  // namespace pocket::prune

@@ -152,6 +152,8 @@ PruneReport prune_vocab(const std::string& in, const std::string& out, const Pru
   so.min_count = opt.min_count;
   if (!opt.keep_tokens.empty()) so.must_keep = read_keep_tokens(opt.keep_tokens, *tok);
   for (int32_t id : chat_template_tokens(*tok, chat_template)) so.must_keep.push_back(id);
+  if (kind == Kind::HfModel || kind == Kind::GgufModel)
+    for (int32_t id : model_token_ids(in, vocab.tokens.size())) so.must_keep.push_back(id);
   const auto parents = bpe_parents(vocab);
   const Selection sel = select_tokens(vocab, parents, counts, so);
   const PrunedVocab pruned = apply_selection(vocab, sel.kept);
@@ -173,6 +175,14 @@ PruneReport prune_vocab(const std::string& in, const std::string& out, const Pru
     const std::string out_config = (fs::path(out) / "tokenizer_config.json").string();
     write_text(out_config, rewrite_tokenizer_config(read_text_file(config_path), pruned, config_path));
     r.files.push_back({"tokenizer_config.json", size_of(config_path), size_of(out_config)});
+  }
+  if (folder) {
+    std::vector<std::string> not_carried;
+    for (const std::string& name : rewrite_tokenizer_side_files(in, out, pruned, not_carried))
+      r.files.push_back({name, size_of(in + "/" + name), size_of(out + "/" + name)});
+    for (const std::string& name : not_carried)
+      r.notes.push_back(name + " (the old vocabulary's slow-tokenizer file) was not carried over; tokenizer.json holds "
+                               "the pruned vocabulary");
   }
   if (kind == Kind::HfModel)
     for (const WrittenFile& f : write_pruned_hf_folder(in, out, pruned)) r.files.push_back({f.name, f.before, f.after});
@@ -209,6 +219,7 @@ std::string PruneReport::markdown() const {
        "% of its tokens are kept; " + std::to_string(distinct_seen_kept) + " of the " + std::to_string(distinct_seen) +
        " distinct tokens seen are kept\n";
   for (const auto& c : corpus) s += "  - `" + c + "`\n";
+  for (const auto& n : notes) s += "- note: " + n + "\n";
   if (!heldout.empty()) {
     s += "\n| held-out text | docs | chars | tokens before | tokens after | tokens/char before | tokens/char after | "
          "change | coverage | kept-only docs identical | round trip |\n";
@@ -265,6 +276,7 @@ std::string PruneReport::json() const {
                             {"docs_all_kept_identical", c.docs_all_kept_identical},
                             {"docs_round_trip", c.docs_round_trip}});
   }
+  j["notes"] = notes;
   j["files"] = nlohmann::ordered_json::array();
   for (const auto& f : files) j["files"].push_back({{"name", f.name}, {"before", f.before}, {"after", f.after}});
   return j.dump(2) + "\n";

@@ -42,6 +42,7 @@ struct PruneReport {
   int64_t distinct_seen = 0, distinct_seen_kept = 0;
   std::vector<HeldoutResult> heldout;
   std::vector<FileSize> files;
+  std::vector<std::string> notes;
 
   std::string markdown() const;
   std::string json() const;

@@ -125,8 +125,20 @@ void write_text(const std::string& path, const std::string& text) {
   write_file_atomically(path, [&](std::ostream& o) { o.write(text.data(), static_cast<std::streamsize>(text.size())); });
 }
 
-// config.json / generation_config.json: vocab_size and token ids.
-std::string rewrite_model_json(const std::string& path, const PrunedVocab& p, bool set_vocab_size) {
+constexpr const char* kJsonIdKeys[] = {"bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id"};
+
+bool is_gguf_id_key(const std::string& key, const GgufValue& v) {
+  return key.rfind("tokenizer.ggml.", 0) == 0 && key.size() > 9 && key.compare(key.size() - 9, 9, "_token_id") == 0 &&
+         v.type != GgufType::Array && v.type != GgufType::String;
+}
+
+int64_t gguf_int(const GgufValue& v) {
+  const bool is_signed =
+      v.type == GgufType::I8 || v.type == GgufType::I16 || v.type == GgufType::I32 || v.type == GgufType::I64;
+  return is_signed ? v.i : static_cast<int64_t>(v.u);
+}
+
+ojson read_json(const std::string& path) {
   ojson j;
   try {
     j = ojson::parse(read_text_file(path));
@@ -134,8 +146,14 @@ std::string rewrite_model_json(const std::string& path, const PrunedVocab& p, bo
     fail(path, ": invalid JSON: ", e.what());
   }
   if (!j.is_object()) fail(path, ": top level is not an object");
+  return j;
+}
+
+// config.json / generation_config.json: vocab_size and token ids.
+std::string rewrite_model_json(const std::string& path, const PrunedVocab& p, bool set_vocab_size) {
+  ojson j = read_json(path);
   if (set_vocab_size) j["vocab_size"] = p.new_to_old.size();
-  for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id"}) {
+  for (const char* key : kJsonIdKeys) {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) continue;
     const std::string what = path + ": " + key;
@@ -219,15 +237,9 @@ void write_pruned_gguf(const std::string& in, const std::string& out, const Prun
       if (v.type != GgufType::Array || v.count != p.merge_kept.size())
         fail(what, ": not an array of ", p.merge_kept.size(), " merges");
       w.set(key, to_meta(v, &kept_merges));
-    } else if (key.rfind("tokenizer.ggml.", 0) == 0 && key.size() > 9 &&
-               key.compare(key.size() - 9, 9, "_token_id") == 0 && v.type != GgufType::Array &&
-               v.type != GgufType::String) {
-      const int64_t old = v.type == GgufType::I8 || v.type == GgufType::I16 || v.type == GgufType::I32 ||
-                                  v.type == GgufType::I64
-                              ? v.i
-                              : static_cast<int64_t>(v.u);
-      // An id the file itself puts outside the vocabulary means "none".
-      if (old < 0 || static_cast<uint64_t>(old) >= n_old) {
+    } else if (is_gguf_id_key(key, v)) {
+      const int64_t old = gguf_int(v);
+      if (old < 0 || static_cast<uint64_t>(old) >= n_old) {  // outside: "none" 
         w.set(key, to_meta(v));
       } else {
         w.set(key, same_int_type(v, remap_id(p, old, what)));
@@ -319,6 +331,33 @@ std::vector<WrittenFile> write_pruned_hf_folder(const std::string& in, const std
     record("generation_config.json");
   }
   return files;
+}
+
+std::vector<int32_t> model_token_ids(const std::string& in, size_t n_vocab) {
+  std::vector<int32_t> ids;
+  auto add = [&](int64_t id) {
+    if (id >= 0 && static_cast<uint64_t>(id) < n_vocab) ids.push_back(static_cast<int32_t>(id));
+  };
+  if (is_directory(in)) {
+    for (const char* name : {"config.json", "generation_config.json"}) {
+      const std::string path = (fs::path(in) / name).string();
+      if (!file_exists(path)) continue;
+      const ojson j = read_json(path);
+      for (const char* key : kJsonIdKeys) {
+        auto it = j.find(key);
+        if (it == j.end()) continue;
+        if (it->is_number_integer()) add(it->get<int64_t>());
+        if (it->is_array())
+          for (const auto& e : *it)
+            if (e.is_number_integer()) add(e.get<int64_t>());
+      }
+    }
+    return ids;
+  }
+  const GgufFile g = GgufFile::parse(MappedFile::open(in));
+  for (const auto& [key, v] : g.metadata())
+    if (is_gguf_id_key(key, v)) add(gguf_int(v));
+  return ids;
 }
 
 }  // namespace pocket::prune

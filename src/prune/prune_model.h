@@ -36,4 +36,10 @@ struct WrittenFile {
 };
 std::vector<WrittenFile> write_pruned_hf_folder(const std::string& in, const std::string& out, const PrunedVocab& p);
 
+// Token ids that a model's own files name outside the tokenizer (GGUF
+// tokenizer.ggml.*_token_id; config.json / generation_config.json
+// bos/eos/pad ids), so the selection keeps them. Ids outside [0, n_vocab)
+// mean "none" and are left out.
+std::vector<int32_t> model_token_ids(const std::string& in, size_t n_vocab);
+
 }  // namespace pocket::prune

@@ -89,8 +89,13 @@ std::string make_hf(const test::TempDir& dir, const std::string& pocket) {
                                              {"rope_theta", c.rope_theta},
                                              {"tie_word_embeddings", c.tied_embeddings},
                                              {"eos_token_id", c.vocab_size - 1},
+                                             {"pad_token_id", 500},  // a normal token the corpus never uses
                                              {"vocab_size", c.vocab_size}}
                                                 .dump(2);
+  std::ofstream(hf + "/generation_config.json") << R"({"eos_token_id": [)" << c.vocab_size - 1 << "]}";
+  std::ofstream(hf + "/added_tokens.json") << R"({"<|endoftext|>": )" << c.vocab_size - 1 << "}";
+  std::ofstream(hf + "/special_tokens_map.json") << R"({"eos_token": "<|endoftext|>"})";
+  std::ofstream(hf + "/vocab.json") << "{}";
   return hf;
 }
 
@@ -156,8 +161,15 @@ TEST(PruneModel, HuggingFaceFolder) {
   const json cfg = json::parse(read_text_file(dir.file("pruned/config.json")));
   EXPECT_EQ(cfg["vocab_size"].get<int>(), 400);
   EXPECT_EQ(cfg["eos_token_id"].get<int>(), 399);  // <|endoftext|>, the last token, stays last
+  const auto old_to_new =
+      json::parse(read_text_file(dir.file("pruned/vocab_map.json")))["old_to_new"].get<std::vector<int32_t>>();
+  EXPECT_GE(old_to_new[500], 0);  // named by config.json, so kept
+  EXPECT_EQ(cfg["pad_token_id"].get<int>(), old_to_new[500]);
+  EXPECT_EQ(json::parse(read_text_file(dir.file("pruned/generation_config.json")))["eos_token_id"], json::array({399}));
+  EXPECT_EQ(json::parse(read_text_file(dir.file("pruned/added_tokens.json")))["<|endoftext|>"], 399);
+  EXPECT_EQ(read_text_file(dir.file("pruned/special_tokens_map.json")), read_text_file(in + "/special_tokens_map.json"));
   EXPECT_TRUE(fs::exists(dir.file("pruned/tokenizer.json")));
-  EXPECT_TRUE(fs::exists(dir.file("pruned/vocab_map.json")));
+  EXPECT_FALSE(fs::exists(dir.file("pruned/vocab.json")));
 }
 
 TEST(PruneModel, NeverOverwritesTheInputModel) {
