@@ -8,7 +8,6 @@
 
 #include "cli_common.h"
 #include "prune/prune.h"
-#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace pocket::cli {
@@ -25,14 +24,9 @@ int prune_vocab(PruneArgs& a) {
   a.opt.threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   a.opt.map_path = a.map;
   a.opt.progress = true;
-  const prune::PruneReport r = prune::prune_vocab(a.in, a.out, a.opt);
-  const std::string md = r.markdown();
+  a.opt.report_path = a.report;
+  const std::string md = prune::prune_vocab(a.in, a.out, a.opt).markdown();
   std::fwrite(md.data(), 1, md.size(), stdout);
-  if (!a.report.empty()) {
-    const bool json = a.report.size() >= 5 && a.report.compare(a.report.size() - 5, 5, ".json") == 0;
-    const std::string text = json ? r.json() : md;
-    write_file_atomically(a.report, [&](std::ostream& o) { o << text; });
-  }
   return 0;
 }
 

@@ -132,9 +132,15 @@ PruneReport prune_vocab(const std::string& in, const std::string& out, const Pru
     fail("OUT (", out, ") is the input: pruning never overwrites its input");
 
   r.map_path = opt.map_path.empty() ? default_map_path(out, folder) : opt.map_path;
-  if (same_path(r.map_path, in) || (!json_path.empty() && same_path(r.map_path, json_path)) ||
-      (!config_path.empty() && same_path(r.map_path, config_path)))
-    fail("--map (", r.map_path, ") is an input file: pruning never overwrites its input");
+  auto check_not_input = [&](const std::string& path, const char* option) {
+    if (path.empty()) return;
+    const fs::path parent = fs::path(path).parent_path();
+    if (same_path(path, in) || (!json_path.empty() && same_path(path, json_path)) ||
+        (!config_path.empty() && same_path(path, config_path)) || (folder && same_path(parent.empty() ? "." : parent, in)))
+      fail(option, " (", path, ") is an input file: pruning never overwrites its input");
+  };
+  check_not_input(r.map_path, "--map");
+  check_not_input(opt.report_path, "--report");
   if (!json_path.empty()) vocab = vocab_from_hf_json(json_path, config_path, &chat_template);
   if (vocab.kind != TokenizerKind::ByteLevelBPE)
     fail(in, ": not a byte-level BPE tokenizer (prune-vocab needs a GPT-2 / Qwen / Llama 3 style vocabulary)");
@@ -203,6 +209,8 @@ PruneReport prune_vocab(const std::string& in, const std::string& out, const Pru
   }
   for (const Corpus& c : heldout)
     r.heldout.push_back({c.path(), compare_tokenizers(*tok, *pruned_tok, pruned.old_to_new, c, opt.threads)});
+  const std::string& rp = opt.report_path;
+  if (!rp.empty()) write_text(rp, rp.size() >= 5 && rp.compare(rp.size() - 5, 5, ".json") == 0 ? r.json() : r.markdown());
   return r;
 }
 

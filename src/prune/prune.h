@@ -19,6 +19,7 @@ struct PruneOptions {
   std::string keep_tokens;               // file: one token (piece or text) per line
   uint64_t min_count = 0;
   std::string map_path;                  // "" = beside OUT
+  std::string report_path;               // "" = none; .json: JSON, else markdown
   int threads = 1;
   bool progress = false;                 // progress bars on stderr (when a terminal)
 };

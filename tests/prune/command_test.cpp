@@ -133,6 +133,16 @@ TEST(PruneCommand, NeverOverwritesTheInput) {
   EXPECT_NE(error_of([&] { prune::prune_vocab(dir.file("tokenizer.json"), dir.file("out.json"), o); })
                 .find("never overwrites"),
             std::string::npos);
+  o.map_path.clear();
+  o.report_path = dir.file("tokenizer.json");
+  EXPECT_NE(error_of([&] { prune::prune_vocab(dir.file("tokenizer.json"), dir.file("out.json"), o); })
+                .find("--report"),
+            std::string::npos);
+  o.report_path = dir.file("notes.md");  // inside the input folder
+  EXPECT_NE(error_of([&] { prune::prune_vocab(dir.path(), dir.file("out"), o); }).find("never overwrites"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(dir.file("out.json")));
+  EXPECT_FALSE(fs::exists(dir.file("out")));
   EXPECT_EQ(read_text_file(dir.file("tokenizer.json")), original);
 }
 
