@@ -63,8 +63,9 @@ std::string make_gguf(const test::TempDir& dir, const std::string& pocket) {
   return path;
 }
 
-// A Hugging Face folder holding the f16 weights of a Pocket file.
-std::string make_hf(const test::TempDir& dir, const std::string& pocket) {
+// A Hugging Face folder holding the f16 weights of a Pocket file (in two
+// shards with an index when `sharded`).
+std::string make_hf(const test::TempDir& dir, const std::string& pocket, bool sharded = false) {
   const ModelFile f = open_model(pocket);
   const ModelConfig& c = f.config;
   const std::string hf = dir.file("hf");
@@ -75,7 +76,19 @@ std::string make_hf(const test::TempDir& dir, const std::string& pocket) {
     v.name = hf_tensor_name(name);
     views.push_back(v);
   }
-  write_safetensors(hf + "/model.safetensors", views);
+  if (sharded) {
+    json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", json::object()}};
+    const size_t half = views.size() / 2;
+    const std::vector<TensorView> a(views.begin(), views.begin() + static_cast<std::ptrdiff_t>(half)),
+        b(views.begin() + static_cast<std::ptrdiff_t>(half), views.end());
+    write_safetensors(hf + "/model-00001-of-00002.safetensors", a);
+    write_safetensors(hf + "/model-00002-of-00002.safetensors", b);
+    for (const auto& v : a) index["weight_map"][v.name] = "model-00001-of-00002.safetensors";
+    for (const auto& v : b) index["weight_map"][v.name] = "model-00002-of-00002.safetensors";
+    std::ofstream(hf + "/model.safetensors.index.json") << index.dump(2);
+  } else {
+    write_safetensors(hf + "/model.safetensors", views);
+  }
   fs::copy_file(gpt2_small(), hf + "/tokenizer.json");
   std::ofstream(hf + "/config.json") << json{{"architectures", {c.arch == Arch::Qwen3 ? "Qwen3ForCausalLM" : "Qwen2ForCausalLM"}},
                                              {"hidden_size", c.dim},
@@ -170,6 +183,28 @@ TEST(PruneModel, HuggingFaceFolder) {
   EXPECT_EQ(read_text_file(dir.file("pruned/special_tokens_map.json")), read_text_file(in + "/special_tokens_map.json"));
   EXPECT_TRUE(fs::exists(dir.file("pruned/tokenizer.json")));
   EXPECT_FALSE(fs::exists(dir.file("pruned/vocab.json")));
+}
+
+TEST(PruneModel, HuggingFaceFolderUntiedHead) {
+  test::TempDir dir;
+  const std::string in = make_hf(dir, make_pocket(dir, "tiny-qwen2", DType::F16));
+  ASSERT_FALSE(open_model(in).config.tied_embeddings);
+  expect_kept_logits_identical(dir, in, dir.file("pruned"));
+}
+
+TEST(PruneModel, HuggingFaceFolderInShards) {
+  test::TempDir dir;
+  const std::string in = make_hf(dir, make_pocket(dir, "tiny-qwen2", DType::F16), /*sharded=*/true);
+  expect_kept_logits_identical(dir, in, dir.file("pruned"));
+  const json before = json::parse(read_text_file(in + "/model.safetensors.index.json"));
+  const json after = json::parse(read_text_file(dir.file("pruned/model.safetensors.index.json")));
+  EXPECT_EQ(after["weight_map"], before["weight_map"]);
+  uint64_t total = 0;
+  for (const char* shard : {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}) {
+    const SafetensorsFile st = SafetensorsFile::open(dir.file("pruned/") + shard);
+    for (const auto& [name, t] : st.tensors()) total += t.nbytes;
+  }
+  EXPECT_EQ(after["metadata"]["total_size"].get<uint64_t>(), total);
 }
 
 TEST(PruneModel, NeverOverwritesTheInputModel) {
