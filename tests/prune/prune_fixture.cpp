@@ -35,10 +35,10 @@ const PrunedQwen3& pruned_qwen3() {
     r.keep = 24000;
     std::vector<prune::Corpus> corpora;
     corpora.push_back(prune::Corpus::read(corpus_file("train_en")));
-    // A quarter of the Chinese training text keeps the test quick.
+    // An eighth of the Chinese training text keeps the test quick.
     std::string zh = read_text_file(corpus_file("train_zh"));
-    zh.resize(zh.find('\n', zh.size() / 4) + 1);
-    corpora.push_back(prune::Corpus::from_text(std::move(zh), "train_zh (1/4)"));
+    zh.resize(zh.find('\n', zh.size() / 8) + 1);
+    corpora.push_back(prune::Corpus::from_text(std::move(zh), "train_zh (1/8)"));
     r.counts = prune::count_tokens(*r.before, corpora, 2);
     prune::SelectOptions so;
     so.keep = r.keep;

@@ -26,7 +26,7 @@ struct PrunedQwen3 {
   int64_t keep = 0;
 };
 
-// Qwen3 pruned to 24,000 tokens counted on train_en and 1/4 of train_zh.
+// Qwen3 pruned to 24,000 tokens counted on train_en and 1/8 of train_zh.
 const PrunedQwen3& pruned_qwen3();
 
 }  // namespace pocket::test
