@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
-#include <numeric>
 
 #include "tokenizer/unicode.h"
 #include "util/error.h"

@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "util/error.h"
 #include "util/atomic_file.h"
+#include "util/error.h"
 #include "util/json_cursor.h"
 #include "util/mapped_file.h"
 
@@ -56,10 +56,6 @@ void remap_post_processor(ojson& node, const PrunedVocab& p, const std::string& 
     if (k != "special_tokens") remap_post_processor(v, p, source);
 }
 
-}  // namespace
-
-namespace {
-
 // One span of the original text and what replaces it.
 struct Edit {
   size_t begin, end;
@@ -73,10 +69,10 @@ struct Edit {
 template <bool kObject, class Each>
 Edit rewrite_container(JsonCursor& c, std::string_view text, Each&& item) {
   Edit e{c.offset(), 0, {}};
-  size_t first = std::string::npos;
+  bool any = false;
   std::vector<std::string> kept;
   auto one = [&](auto&& key) {
-    if (first == std::string::npos) first = c.offset();
+    any = true;
     std::string t = item(key);
     if (!t.empty()) kept.push_back(std::move(t));
   };
@@ -88,7 +84,7 @@ Edit rewrite_container(JsonCursor& c, std::string_view text, Each&& item) {
   }
   e.end = c.offset();
   const std::string_view whole = text.substr(e.begin, e.end - e.begin);
-  if (first == std::string::npos) {
+  if (!any) {
     e.text = std::string(whole);
     return e;
   }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
-#include <numeric>
 #include <unordered_map>
 
 #include "tokenizer/byte_level.h"
