@@ -4,11 +4,12 @@
 # tools/oracles/requirements.txt, fresh cases from them (the committed corpus
 # plus random strings, a new seed each run), and the TokenizerLive tests
 # against those cases; conversations rendered by transformers'
-# apply_chat_template for the ChatLive test; then GGUF files written by `gguf` (the library
+# apply_chat_template for the ChatLive test; a Qwen3 vocabulary pruned by
+# `pocket prune-vocab`, loaded by tokenizers and transformers; then GGUF files written by `gguf` (the library
 # llama.cpp's converters use) for the GgufLive test, and a plain GGUF written by Pocket read back by
 # gguf. Without PyPI the stage says so and stops with success:
 # the committed golden files (release stage) still check parity.
-#   scripts/oracles.sh BUILD_DIR     (BUILD_DIR holds pocket_tests_tokenizer)
+#   scripts/oracles.sh BUILD_DIR     (BUILD_DIR holds pocket_tests_tokenizer and pocket)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/release}"
@@ -39,12 +40,20 @@ for t in gpt2_small llama3_small; do
   "$venv/bin/python" "$root/tools/oracles/tokenizer_cases.py" "$data/$t/tokenizer.json" "$data/corpus.json" \
     "$cases/$t.json" ${ORACLE_SEED:+--seed "$ORACLE_SEED"}
 done
+# A vocabulary pruned by `pocket prune-vocab` the way the project's 64K one is
+# made (counted on the training split), loaded by the real library, which must
+# give Pocket's ids on the whole held-out split (TokenizerLive.PrunedQwen3...).
+corpus="$root/build/corpus"
+[[ -f "$corpus/heldout_en.txt" ]] || "$py" "$root/tools/corpus/make_corpus.py" --shared "$shared" --out "$corpus" >/dev/null
+"$build/pocket" prune-vocab "$shared/tokenizers/qwen3" "$cases/qwen3_pruned" --keep 64000 \
+  --corpus "$corpus/train_zh.txt" "$corpus/train_en.txt" >/dev/null
+"$venv/bin/python" "$root/tools/oracles/tokenizer_cases.py" "$cases/qwen3_pruned/tokenizer.json" "$data/corpus.json" \
+  "$cases/qwen3_pruned.json" --text "$corpus/heldout_zh.txt" "$corpus/heldout_en.txt" ${ORACLE_SEED:+--seed "$ORACLE_SEED"}
 # Gemma 3's SentencePiece vocabulary (from the real GGUF, when
 # scripts/fetch_gemma3.sh installed it) through transformers' own converter,
 # on the shared held-out text (tools/corpus/make_corpus.py) and random strings.
 gemma="${POCKET_GEMMA3_GGUF:-$HOME/.cache/pocket/gemma-3-270m-q4_k_m.gguf}"
 if [[ -f "$gemma" ]]; then
-  "$py" "$root/tools/corpus/make_corpus.py" --out "$root/build/corpus" >/dev/null
   "$venv/bin/python" "$root/tools/oracles/gemma3_tokenizer.py" "$gemma" "$cases/gemma3"
   "$venv/bin/python" "$root/tools/oracles/tokenizer_cases.py" "$cases/gemma3/tokenizer.json" "$cases/gemma3/corpus.json" \
     "$cases/gemma3.json" ${ORACLE_SEED:+--seed "$ORACLE_SEED"}
@@ -55,6 +64,9 @@ POCKET_ORACLE_CASES="$cases" "$build/pocket_tests_tokenizer" --gtest_filter='Tok
 "$venv/bin/python" "$root/tools/oracles/chat_cases.py" "$shared/tokenizers/qwen3" "$root/tests/data/chat/cases.json" \
   "$cases/chat_qwen3.json" ${ORACLE_SEED:+--seed "$ORACLE_SEED"}
 POCKET_ORACLE_CHAT="$cases/chat_qwen3.json" "$build/pocket_tests_generate" --gtest_filter='ChatLive.*' --gtest_brief=1
+# The same conversations through transformers with the pruned folder: same text, same ids mapped.
+"$venv/bin/python" "$root/tools/oracles/pruned_chat_check.py" "$shared/tokenizers/qwen3" "$cases/qwen3_pruned" \
+  "$cases/chat_qwen3.json"
 "$venv/bin/python" "$root/tools/oracles/gguf_files.py" "$data/gpt2_small/tokenizer.json" "$root/build/oracle-gguf"
 POCKET_ORACLE_GGUF="$root/build/oracle-gguf" "$build/pocket_tests_formats" --gtest_filter='GgufLive.*' --gtest_brief=1
 # The other direction: a plain GGUF written by `pocket quantize --format gguf`

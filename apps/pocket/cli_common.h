@@ -36,5 +36,6 @@ void add_quantize(CLI::App& app, int& rc);
 void add_create(CLI::App& app, int& rc);
 void add_bench(CLI::App& app, int& rc);
 void add_eval(CLI::App& app, int& rc);
+void add_prune_vocab(CLI::App& app, int& rc);
 
 }  // namespace pocket::cli

@@ -10,7 +10,7 @@ namespace pocket::cli {
 namespace {
 
 struct CreateArgs {
-  std::string preset, out, weights = "q4";
+  std::string preset, out, weights = "q4", tokenizer;
   uint64_t seed = 1;
   int group = 64;
 };
@@ -21,6 +21,7 @@ int create(const CreateArgs& a) {
   o.seed = a.seed;
   o.weights = convert::parse_weight_type(a.weights, "--weights", false);
   o.group = convert::parse_group(a.group, "--group");
+  o.tokenizer = a.tokenizer;
   convert::create_model(o, a.out, convert::terminal_progress());
   std::printf("wrote %s (preset %s, seed %llu, %s weights)\n", a.out.c_str(), a.preset.c_str(),
               static_cast<unsigned long long>(a.seed), a.weights.c_str());
@@ -37,6 +38,9 @@ void add_create(CLI::App& app, int& rc) {
   sub->add_option("--seed", a->seed, "Seed of the synthetic weights (default 1)");
   sub->add_option("--weights", a->weights, "Weight type: q4, q8 or f16 (default q4)");
   sub->add_option("--group", a->group, "Quantization group size: 32, 64 or 128 (default 64)");
+  sub->add_option("--tokenizer", a->tokenizer,
+                  "tokenizer.json or a folder with it: use this real vocabulary (and its chat template); the model's "
+                  "vocab_size follows it");
   sub->callback([a, &rc] { rc = create(*a); });
 }
 

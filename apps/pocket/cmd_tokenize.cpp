@@ -22,14 +22,15 @@ struct TokenizeOptions {
   bool bos = false;
 };
 
-// A tokenizer.json (or a folder with only tokenizer files) is accepted as
-// well as any model.
+// A tokenizer.json (any *.json name, or a folder with only tokenizer files)
+// is accepted as well as any model.
 std::shared_ptr<const Tokenizer> open_tokenizer(const TokenizeOptions& o) {
   std::string path = o.model.empty() ? default_model_path(POCKET_SHARED_DIR) : o.model;
   std::string json = path;
   if (is_directory(path) && !file_exists(path + "/config.json")) json = path + "/tokenizer.json";
-  if (json.size() >= 14 && json.compare(json.size() - 14, 14, "tokenizer.json") == 0) {
-    std::string dir = json.substr(0, json.size() - 14);
+  if (json.size() >= 5 && json.compare(json.size() - 5, 5, ".json") == 0) {  // any name, e.g. a pruned one
+    const size_t slash = json.rfind('/');
+    std::string dir = slash == std::string::npos ? "" : json.substr(0, slash + 1);
     std::string config = dir + "tokenizer_config.json";
     return Tokenizer::create(vocab_from_hf_json(json, file_exists(config) ? config : "", nullptr));
   }

@@ -7,6 +7,8 @@
 #include "core/tensor_specs.h"
 #include "model/synthetic.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/hf_json.h"
+#include "util/mapped_file.h"
 #include "util/error.h"
 
 namespace pocket::convert {
@@ -66,9 +68,25 @@ const std::string& chatml_template() {
 
 void create_model(const CreateOptions& opt, const std::string& out, const Progress& progress) {
   parse_group(opt.group, "--group");
-  const ModelConfig c = preset_config(opt.preset);
+  ModelConfig c = preset_config(opt.preset);
+  Vocab vocab;
+  std::string chat_template = chatml_template();
+  if (!opt.tokenizer.empty()) {
+    std::string json = opt.tokenizer, config;
+    if (is_directory(json)) json += "/tokenizer.json";
+    const std::string beside = json.substr(0, json.find_last_of('/') + 1) + "tokenizer_config.json";
+    if (file_exists(beside)) config = beside;
+    std::string tmpl;
+    vocab = vocab_from_hf_json(json, config, &tmpl);
+    // Its own template, else ChatML when it has the tokens for it, else none.
+    const bool chatml = std::find(vocab.tokens.begin(), vocab.tokens.end(), "<|im_start|>") != vocab.tokens.end();
+    chat_template = !tmpl.empty() ? tmpl : chatml ? chatml_template() : std::string();
+    c.vocab_size = static_cast<int>(vocab.tokens.size());
+  } else {
+    vocab = synthetic_vocab(c.vocab_size);
+  }
   validate_config(c, "preset " + opt.preset);
-  GgufWriter w = pocket_writer(c, synthetic_vocab(c.vocab_size), chatml_template(), opt.group);
+  GgufWriter w = pocket_writer(c, vocab, chat_template, opt.group);
   auto specs = model_tensor_specs(c);
   auto written = std::make_shared<uint64_t>(0);
   for (size_t i = 0; i < specs.size(); ++i) {

@@ -15,6 +15,10 @@ struct CreateOptions {
   uint64_t seed = 1;
   DType weights = DType::PQ4;  // layer matrices and the embedding / output head
   int group = 64;
+  // A tokenizer.json, or a folder holding one (+ tokenizer_config.json): the
+  // model carries this real vocabulary and its chat template instead of the
+  // synthetic ones, and its vocab_size becomes the tokenizer's.
+  std::string tokenizer;
 };
 
 // Writes the model tensor by tensor: each is generated in blocks of rows and

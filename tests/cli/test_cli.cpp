@@ -7,29 +7,12 @@
 #include <fstream>
 #include <sys/wait.h>
 
+#include "cli/cli_run.h"
 #include "common/test_util.h"
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;  // stdout and stderr together
-};
-
-Result run(const std::string& args, const std::string& stdin_text = "") {
-  pocket::test::TempDir dir;
-  std::string in = dir.file("stdin.txt");
-  std::ofstream(in) << stdin_text;
-  std::string cmd = pocket::test::cli_command() + " " + args + " < " + in + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  Result r{-1, ""};
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
+using pocket::test::run;
 
 std::string stories() { return pocket::test::stories_model(); }
 

@@ -119,6 +119,20 @@ TEST(TokenizerLive, Qwen3MatchesHuggingFaceTokenizers) {
   expect_live_parity(*tok, "qwen3");
 }
 
+// A vocabulary pruned by `pocket prune-vocab` (scripts/oracles.sh writes it
+// to POCKET_ORACLE_CASES/qwen3_pruned/, and the cases include the whole
+// held-out corpus): the real library loads it and agrees with Pocket.
+TEST(TokenizerLive, PrunedQwen3MatchesHuggingFaceTokenizers) {
+  const char* dir = std::getenv("POCKET_ORACLE_CASES");
+  const std::string pruned = dir && *dir ? std::string(dir) + "/qwen3_pruned" : "";
+  if (pruned.empty() || !file_exists(pruned + "/tokenizer.json"))
+    GTEST_SKIP() << "no pruned vocabulary in POCKET_ORACLE_CASES (test.sh stage \"oracles\" makes it)";
+  auto tok = Tokenizer::create(
+      vocab_from_hf_json(pruned + "/tokenizer.json", pruned + "/tokenizer_config.json", nullptr));
+  EXPECT_LT(tok->vocab_size(), 151669);
+  expect_live_parity(*tok, "qwen3_pruned");
+}
+
 TEST(TokenizerLive, Gpt2StyleMatchesHuggingFaceTokenizers) {
   expect_live_parity(*Tokenizer::create(vocab_from_hf_json(data_path("gpt2_small/tokenizer.json"), "", nullptr)),
                      "gpt2_small");

@@ -8,8 +8,10 @@ punctuation, long runs of spaces/newlines/digits, random code points from
 every plane, and special tokens glued into text. The seed is printed and
 stored in the file so a failure can be replayed with --seed.
 
-usage: tokenizer_cases.py TOKENIZER_JSON CORPUS_JSON OUT_JSON [--random N] [--seed S]
+usage: tokenizer_cases.py TOKENIZER_JSON CORPUS_JSON OUT_JSON [--random N] [--seed S] [--text FILE...]
        tokenizer_cases.py TOKENIZER_JSON CORPUS_JSON GOLDEN_JSON --golden
+--text adds every line (one document per line, split on \n only) of UTF-8
+text files, e.g. the held-out corpus for the pruned vocabulary's parity test.
 The second form rewrites a committed golden file (corpus only, the format of
 tests/data/tokenizer/golden_*.json: ids_plain null where equal to ids).
 """
@@ -60,6 +62,7 @@ def main():
     ap.add_argument("--random", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--golden", action="store_true")
+    ap.add_argument("--text", nargs="+", default=[])
     a = ap.parse_args()
     if a.golden:
         a.random = 0
@@ -69,6 +72,9 @@ def main():
     specials = [t.content for t in tok.get_added_tokens_decoder().values() if t.special]
     with open(a.corpus, encoding="utf-8") as f:
         texts = json.load(f)
+    for path in a.text:
+        with open(path, encoding="utf-8", newline="") as f:
+            texts += [line for line in f.read().split("\n") if line]
     texts += [random_text(rng, specials) for _ in range(a.random)]
     cases = []
     for t in texts:
