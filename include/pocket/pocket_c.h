@@ -89,7 +89,8 @@ typedef enum pocket_status {
   POCKET_ERR_OUT_OF_MEMORY = 8,
   POCKET_ERR_UNSUPPORTED = 9,      /* an options struct sets a field this library version does not know */
   POCKET_ERR_FAILED = 10,          /* anything else; the message says what */
-  POCKET_ERR_INTERNAL = 11         /* a bug in Pocket; the message says where */
+  POCKET_ERR_INTERNAL = 11,        /* a bug in Pocket; the message says where */
+  POCKET_STATUS_MAX_ = 0x7FFFFFFF  /* not a status: keeps the enum 32 bits wide on every compiler */
 } pocket_status;
 
 /* The message of the most recent failed call on this thread ("" if none).

@@ -335,6 +335,7 @@ TEST(CApi, StructLayoutsAreFrozen) {
   EXPECT_EQ(offsetof(pocket_stats, prefill_seconds), 24u);
   EXPECT_EQ(offsetof(pocket_stats, decode_seconds), 32u);
   EXPECT_EQ(sizeof(pocket_stats), 40u);
+  EXPECT_EQ(sizeof(pocket_status), 4u);
 }
 
 TEST(CApi, PromptLongerThanTheContextIsContextFull) {
