@@ -17,7 +17,10 @@
  * Errors: every function returns a pocket_status (POCKET_OK = 0, else an
  * error code; nothing throws or aborts across this boundary), and a failed
  * call leaves a message naming the problem in pocket_last_error(), per
- * thread.
+ * thread. Callbacks must return normally (a C++ exception thrown out of one
+ * ends the process). One exception to "never aborts": a model file truncated
+ * on disk while it is in use ends the process with a message naming it (a
+ * SIGBUS in the mapping cannot be turned into an error code).
  *
  * Handles: pocket_model and pocket_session are opaque. A handle is a number
  * the library looks up on each call, not an address, so a closed, never
