@@ -6,7 +6,7 @@
 #              that detection picked traps with SIGILL (x86 hosts only)
 #   asan       AddressSanitizer + UndefinedBehaviorSanitizer build, every test
 #   tsan       ThreadSanitizer build of the threaded tests (pool, matmul split
-#              over threads, concurrent engines, forward passes)
+#              over threads, concurrent engines, forward passes, C API sessions)
 #   oracles    the real Hugging Face libraries (PyPI, pinned) as live oracles:
 #              tokenizer parity on fresh random strings (scripts/oracles.sh)
 #   fuzz       every libFuzzer target for a short smoke run (scripts/fuzz.sh)
@@ -110,7 +110,7 @@ fi
 
 if want tsan; then
   begin_stage tsan "ThreadSanitizer build of the threaded tests"
-  tsan_targets=(pocket_tests_kernels pocket_tests_api pocket_tests_model)
+  tsan_targets=(pocket_tests_kernels pocket_tests_api pocket_tests_model pocket_tests_capi)
   step tsan-configure cmake -S "$root" -B "$root/build/tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DPOCKET_SANITIZE_THREAD=ON -DPOCKET_BUILD_BENCH=OFF $(ccache_launcher)
   step tsan-build cmake --build "$root/build/tsan" -j"$jobs" --target "${tsan_targets[@]}"

@@ -6,11 +6,25 @@
 //   std::string text = engine->generate("Once upon a time", opt);
 //   std::string reply = engine->chat("Hello!", opt);   // multi-turn, KV cache reused
 //
-// Every failure throws pocket::Error with a message naming the problem.
+// Several engines on one model (the weights mapped once; each engine adds
+// only its KV cache, scratch buffers and worker threads):
+//
+//   auto model = pocket::SharedModel::open("model.gguf");
+//   auto a = pocket::Engine::create(model), b = pocket::Engine::create(model);
+//
+// Every failure throws pocket::Error with a message naming the problem and a
+// code saying what kind of failure it is (pocket/error.h).
+//
+// Threads: a SharedModel may be used from any number of threads at once. An
+// Engine runs one call at a time (a second thread's generate/chat/reset
+// while one runs throws Error with ErrorCode::Busy); cancel() and the const
+// members may be called from any thread at any time.
+// The C API (pocket/pocket_c.h) is a thin layer over this one.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,8 +33,53 @@
 
 namespace pocket {
 
-struct EngineOptions {
+enum class LogLevel { Debug, Info, Warning, Error };
+
+struct ModelOptions {
   std::string tokenizer_path;  // llama2.c checkpoints: tokenizer.bin (else found beside the model)
+  // Called while loading with the fraction done, from 0 to 1, on the thread
+  // that opens the model; return false to stop loading (open() then throws
+  // Error with ErrorCode::Cancelled).
+  std::function<bool(float)> on_progress;
+  // Messages about this model and the engines on it: what was loaded, notes
+  // (an unrecognised chat template), failures the C API reports. Called on the thread whose
+  // call logs, never concurrently for one model (calls are serialised by a
+  // lock held by the model: the callback must not call back into Pocket).
+  std::function<void(LogLevel, std::string_view)> on_log;
+  LogLevel log_level = LogLevel::Info;  // messages below this level are not passed on
+};
+
+// A loaded model: weights (memory-mapped, used in place), tokenizer and chat
+// template, shared by any number of engines. Immutable, so safe to use from
+// several threads at once. Freed when the last engine and handle let go.
+class SharedModel {
+ public:
+  static std::shared_ptr<const SharedModel> open(const std::string& model_path, const ModelOptions& options = {});
+  ~SharedModel();
+  SharedModel(const SharedModel&) = delete;
+  SharedModel& operator=(const SharedModel&) = delete;
+
+  std::vector<int32_t> tokenize(std::string_view text, bool allow_special = false) const;
+  std::string detokenize(std::span<const int32_t> ids) const;
+
+  std::string architecture() const;
+  int context_length() const;  // the model's (an engine's context may be smaller)
+  int vocab_size() const;
+  int n_layers() const;
+  const std::string& path() const;
+
+  // Passes a message to ModelOptions::on_log (if at or above its level).
+  void log(LogLevel level, std::string_view message) const;
+
+ private:
+  friend class Engine;
+  struct Impl;
+  explicit SharedModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+struct EngineOptions {
+  std::string tokenizer_path;  // open() only: llama2.c checkpoints' tokenizer.bin (else found beside the model)
   int threads = 0;             // 0 = all cores
   int context = 0;             // 0 = the model's context length, at most 4096
   std::string system_prompt;   // for chat()
@@ -38,6 +97,10 @@ struct GenerationOptions {
   uint64_t seed = 0;
   std::vector<std::string> stop;  // stop strings (not included in the output)
   bool ignore_eos = false;
+  // Called after each batch of the prompt (Model::kMaxBatch tokens) with
+  // the fraction of its new tokens processed; return false to stop (stop
+  // reason "cancelled"; the batches done stay in the KV cache).
+  std::function<bool(float)> on_prefill_progress;
 };
 
 struct GenerationStats {
@@ -46,7 +109,10 @@ struct GenerationStats {
   int generated_tokens = 0;
   double prefill_seconds = 0;
   double decode_seconds = 0;
-  std::string stop_reason;  // "eos", "stop string", "max tokens", "context full", "stopped by caller"
+  int context_used = 0;  // tokens in the engine's KV cache after the call
+  // "eos", "stop string", "max tokens", "context full", "stopped by caller"
+  // (the text callback returned false), "cancelled" (Engine::cancel)
+  std::string stop_reason;
 };
 
 // Called with each piece of generated text (always complete UTF-8); return
@@ -55,7 +121,10 @@ using TextCallback = std::function<bool(std::string_view)>;
 
 class Engine {
  public:
+  // Opens the model for this engine alone.
   static std::unique_ptr<Engine> open(const std::string& model_path, const EngineOptions& options = {});
+  // An engine on a model opened once (options.tokenizer_path is not used).
+  static std::unique_ptr<Engine> create(std::shared_ptr<const SharedModel> model, const EngineOptions& options = {});
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -70,12 +139,23 @@ class Engine {
   // Forgets the conversation (and the KV cache).
   void reset();
 
+  // Stops the generate() or chat() running on this engine, from any thread:
+  // the call returns within one decode step (or one batch of the prompt)
+  // with stop reason "cancelled", keeping what it generated. When no call
+  // is running it does nothing (a later call is not affected).
+  void cancel();
+
+  // Worker threads for the forward pass (>= 1; results are identical for any count).
+  void set_threads(int threads);
+  int threads() const;
+
   std::vector<int32_t> tokenize(std::string_view text, bool allow_special = false) const;
   std::string detokenize(const std::vector<int32_t>& ids) const;
 
   std::string architecture() const;
   int context_size() const;
   int vocab_size() const;
+  const std::shared_ptr<const SharedModel>& model() const;
 
  private:
   struct Impl;

@@ -30,7 +30,7 @@ GenerateResult ChatSession::send(const std::string& user_text, const GenerateOpt
   size_t before = tokens_.size();
   append(tmpl_.message({"user", user_text}, pending_system_));
   append(tmpl_.generation_prompt(thinking_));
-  if (tokens_.size() == before) fail("the chat message is empty");
+  if (tokens_.size() == before) fail_as(ErrorCode::InvalidArgument, "the chat message is empty");
   GenerateResult r;
   try {
     r = session_.generate(tokens_, opt, on_text);

@@ -9,12 +9,13 @@
 namespace pocket {
 
 void SamplerConfig::validate() const {
-  if (!(temperature >= 0.0f) || temperature > 100.0f) fail("temperature ", temperature, " must be in [0, 100]");
-  if (top_k < 0) fail("top-k ", top_k, " must be >= 0");
-  if (!(top_p > 0.0f && top_p <= 1.0f)) fail("top-p ", top_p, " must be in (0, 1]");
-  if (!(min_p >= 0.0f && min_p <= 1.0f)) fail("min-p ", min_p, " must be in [0, 1]");
-  if (!(repeat_penalty > 0.0f) || repeat_penalty > 100.0f) fail("repeat penalty ", repeat_penalty, " must be in (0, 100]");
-  if (repeat_last_n < 0) fail("repeat-last-n ", repeat_last_n, " must be >= 0");
+  constexpr ErrorCode kBad = ErrorCode::InvalidArgument;
+  if (!(temperature >= 0.0f) || temperature > 100.0f) fail_as(kBad, "temperature ", temperature, " must be in [0, 100]");
+  if (top_k < 0) fail_as(kBad, "top-k ", top_k, " must be >= 0");
+  if (!(top_p > 0.0f && top_p <= 1.0f)) fail_as(kBad, "top-p ", top_p, " must be in (0, 1]");
+  if (!(min_p >= 0.0f && min_p <= 1.0f)) fail_as(kBad, "min-p ", min_p, " must be in [0, 1]");
+  if (!(repeat_penalty > 0.0f) || repeat_penalty > 100.0f) fail_as(kBad, "repeat penalty ", repeat_penalty, " must be in (0, 100]");
+  if (repeat_last_n < 0) fail_as(kBad, "repeat-last-n ", repeat_last_n, " must be >= 0");
 }
 
 Sampler::Sampler(const SamplerConfig& cfg) : cfg_(cfg), rng_(cfg.seed) { cfg_.validate(); }

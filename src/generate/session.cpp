@@ -23,13 +23,18 @@ const char* stop_reason_name(GenerateResult::Stop s) {
       return "context full";
     case GenerateResult::Stop::Callback:
       return "stopped by caller";
+    case GenerateResult::Stop::Cancelled:
+      return "cancelled";
   }
   return "?";
 }
 
 Session::Session(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer, int n_ctx,
                  int n_threads)
-    : model_(std::move(model)), tok_(std::move(tokenizer)), pool_(n_threads), ctx_(model_->config(), n_ctx) {
+    : model_(std::move(model)),
+      tok_(std::move(tokenizer)),
+      pool_(std::make_unique<ThreadPool>(n_threads)),
+      ctx_(model_->config(), n_ctx) {
   if (tok_->vocab_size() > model_->config().vocab_size)
     fail("the tokenizer has ", tok_->vocab_size(), " tokens but the model only ", model_->config().vocab_size);
   logits_.resize(model_->config().vocab_size);
@@ -46,14 +51,20 @@ void Session::reset() {
   cached_.clear();
 }
 
+void Session::set_threads(int n_threads) {
+  if (n_threads < 1) fail_as(ErrorCode::InvalidArgument, "thread count ", n_threads, " must be >= 1");
+  if (n_threads != pool_->size()) pool_ = std::make_unique<ThreadPool>(n_threads);
+}
+
 void Session::check_fits(std::span<const int32_t> input) const {
-  if (input.empty()) fail("the prompt is empty (no tokens)");
+  if (input.empty()) fail_as(ErrorCode::InvalidArgument, "the prompt is empty (no tokens)");
   if (static_cast<int>(input.size()) > ctx_.cache.capacity())
-    fail("the prompt has ", input.size(), " tokens but the context holds ", ctx_.cache.capacity(),
+    fail_as(ErrorCode::ContextFull, "the prompt has ", input.size(), " tokens but the context holds ", ctx_.cache.capacity(),
          " (raise the context size with -c or shorten the prompt)");
 }
 
-std::span<float> Session::prefill(std::span<const int32_t> input) {
+std::span<float> Session::prefill(std::span<const int32_t> input, const std::function<bool()>& cancelled,
+                                  const std::function<bool(float)>& progress) {
   check_fits(input);
   // Reuse the longest common prefix, but always run at least the last token
   // so that its logits are fresh.
@@ -65,20 +76,36 @@ std::span<float> Session::prefill(std::span<const int32_t> input) {
   ctx_.cache.truncate(static_cast<int>(common));
   cached_.resize(common);
   auto rest = input.subspan(common);
-  model_->forward(rest, ctx_, pool_, logits_.data());
-  cached_.insert(cached_.end(), rest.begin(), rest.end());
+  if (!cancelled && !progress) {
+    model_->forward(rest, ctx_, *pool_, logits_.data());
+    cached_.insert(cached_.end(), rest.begin(), rest.end());
+    return logits_;
+  }
+  // The same batches Model::forward would make, so the result is identical.
+  for (size_t done = 0; done < rest.size(); done += Model::kMaxBatch) {
+    if (cancelled && cancelled()) return {};
+    auto batch = rest.subspan(done, std::min<size_t>(Model::kMaxBatch, rest.size() - done));
+    const bool last = done + batch.size() == rest.size();
+    model_->forward(batch, ctx_, *pool_, last ? logits_.data() : nullptr);
+    cached_.insert(cached_.end(), batch.begin(), batch.end());
+    if (progress && !progress(static_cast<float>(done + batch.size()) / static_cast<float>(rest.size()))) return {};
+  }
   return logits_;
 }
 
 GenerateResult Session::generate(std::span<const int32_t> input, const GenerateOptions& opt,
                                  const std::function<bool(std::string_view)>& on_text) {
-  if (opt.max_tokens < 0) fail("max tokens ", opt.max_tokens, " must be >= 0");
+  if (opt.max_tokens < 0) fail_as(ErrorCode::InvalidArgument, "max tokens ", opt.max_tokens, " must be >= 0");
   GenerateResult r;
   r.prompt_tokens = static_cast<int>(input.size());
   r.reused_tokens = static_cast<int>(std::min(common_prefix(input), input.size() > 0 ? input.size() - 1 : 0));
   auto t0 = std::chrono::steady_clock::now();
-  std::span<float> logits = prefill(input);
+  std::span<float> logits = prefill(input, opt.cancelled, opt.prefill_progress);
   r.prefill_seconds = seconds_since(t0);
+  if (logits.empty()) {
+    r.stop = GenerateResult::Stop::Cancelled;
+    return r;
+  }
 
   Sampler sampler(opt.sampling);
   TextStream stream(*tok_, opt.stop_strings);
@@ -111,7 +138,11 @@ GenerateResult Session::generate(std::span<const int32_t> input, const GenerateO
       r.stop = GenerateResult::Stop::ContextFull;
       break;
     }
-    model_->forward(std::span<const int32_t>(&next, 1), ctx_, pool_, logits_.data());
+    if (opt.cancelled && opt.cancelled()) {
+      r.stop = GenerateResult::Stop::Cancelled;
+      break;
+    }
+    model_->forward(std::span<const int32_t>(&next, 1), ctx_, *pool_, logits_.data());
     cached_.push_back(next);
   }
   emit(stream.finish());

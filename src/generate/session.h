@@ -26,6 +26,14 @@ struct GenerateOptions {
   std::vector<std::string> stop_strings;
   bool stop_at_eos = true;
   SamplerConfig sampling;
+  // Asked before each batch of the prompt and each decode step; true ends
+  // the call there (Stop::Cancelled), so it returns within one step. Set
+  // from another thread through an atomic (Engine::cancel).
+  std::function<bool()> cancelled;
+  // Called after each batch of the prompt with the fraction of its new
+  // (not reused) tokens processed; returning false ends the call there
+  // (Stop::Cancelled).
+  std::function<bool(float)> prefill_progress;
 };
 
 struct GenerateResult {
@@ -34,7 +42,7 @@ struct GenerateResult {
   int prompt_tokens = 0;        // tokens in the input sequence
   int reused_tokens = 0;        // of those, already in the cache
   double prefill_seconds = 0, decode_seconds = 0;
-  enum class Stop { Eos, StopString, MaxTokens, ContextFull, Callback } stop = Stop::MaxTokens;
+  enum class Stop { Eos, StopString, MaxTokens, ContextFull, Callback, Cancelled } stop = Stop::MaxTokens;
   int32_t eos_token = -1;       // the end-of-sequence id that ended generation, if any
 };
 
@@ -49,8 +57,13 @@ class Session {
                           const std::function<bool(std::string_view)>& on_text = {});
 
   // Processes `input` (reusing the cached prefix) and returns the logits of
-  // its last token. Used by generate() and by evaluation.
-  std::span<float> prefill(std::span<const int32_t> input);
+  // its last token. Used by generate() and by evaluation. With `cancelled`,
+  // the input runs in batches of Model::kMaxBatch and the function is asked
+  // before each: when it says true, prefill returns an empty span, and the
+  // batches already run stay cached (a later call reuses them). `progress`
+  // is told the fraction done after each batch and may stop it the same way.
+  std::span<float> prefill(std::span<const int32_t> input, const std::function<bool()>& cancelled = {},
+                           const std::function<bool(float)>& progress = {});
   // Throws the error prefill() would for an empty or over-long input, so a
   // caller can report it before printing anything.
   void check_fits(std::span<const int32_t> input) const;
@@ -58,10 +71,13 @@ class Session {
   const std::vector<int32_t>& cached_tokens() const { return cached_; }
   int context_size() const { return ctx_.cache.capacity(); }
   void reset();
+  // Replaces the worker pool (results are identical for any count).
+  void set_threads(int n_threads);
+  int threads() const { return pool_->size(); }
 
   const Model& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return *tok_; }
-  ThreadPool& pool() { return pool_; }
+  ThreadPool& pool() { return *pool_; }
 
  private:
   // Length of the longest prefix of `input` whose keys/values are cached.
@@ -69,7 +85,7 @@ class Session {
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const Tokenizer> tok_;
-  ThreadPool pool_;
+  std::unique_ptr<ThreadPool> pool_;
   Context ctx_;
   std::vector<int32_t> cached_;  // tokens whose keys/values are in ctx_.cache
   std::vector<float> logits_;

@@ -1,25 +1,118 @@
-// The public Engine facade over loader, Session and ChatSession.
+// The public C++ facade: SharedModel (a loaded model, shared and immutable)
+// and Engine (one conversation on it: Session + ChatSession, cancellation,
+// the one-call-at-a-time guard).
+#include <atomic>
+#include <chrono>
+#include <mutex>
+
 #include "generate/chat_session.h"
 #include "generate/session.h"
+#include "kernels/kernels.h"
 #include "pocket/pocket.h"
 #include "runtime/loader.h"
 #include "util/error.h"
 
 namespace pocket {
 
-struct Engine::Impl {
+struct SharedModel::Impl {
   LoadedModel model;
+  std::string path;
+  std::function<void(LogLevel, std::string_view)> on_log;
+  LogLevel log_level = LogLevel::Info;
+  mutable std::mutex log_mu;  // the log callback never runs concurrently for one model
+};
+
+SharedModel::SharedModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SharedModel::~SharedModel() = default;
+
+std::shared_ptr<const SharedModel> SharedModel::open(const std::string& model_path, const ModelOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = model_path;
+  impl->on_log = options.on_log;
+  impl->log_level = options.log_level;
+  OpenOptions oo;
+  oo.tokenizer_path = options.tokenizer_path;
+  const auto t0 = std::chrono::steady_clock::now();
+  impl->model = load_model(model_path, oo, options.on_progress);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::shared_ptr<const SharedModel> m(new SharedModel(std::move(impl)));
+  const LoadedModel& lm = m->impl_->model;
+  const ModelConfig& cfg = lm.model->config();
+  m->log(LogLevel::Info, cat("loaded ", model_path, ": ", arch_name(cfg.arch), ", ", cfg.n_layers, " layers, vocabulary ",
+                             cfg.vocab_size, ", context ", cfg.max_seq_len, ", ", chat_format_name(lm.chat_format),
+                             " chat template, kernels ", kernels::active_isa(), ", ", static_cast<int>(ms + 0.5),
+                             " ms"));
+  if (!lm.chat_template_recognised)
+    m->log(LogLevel::Warning, cat("the model's chat template is not one Pocket renders; chat uses ",
+                                  chat_format_name(lm.chat_format)));
+  return m;
+}
+
+void SharedModel::log(LogLevel level, std::string_view message) const {
+  if (!impl_->on_log || level < impl_->log_level) return;
+  std::lock_guard<std::mutex> lock(impl_->log_mu);
+  impl_->on_log(level, message);
+}
+
+std::vector<int32_t> SharedModel::tokenize(std::string_view text, bool allow_special) const {
+  EncodeOptions eo;
+  eo.allow_special = allow_special;
+  return impl_->model.tokenizer->encode(text, eo);
+}
+
+std::string SharedModel::detokenize(std::span<const int32_t> ids) const {
+  return impl_->model.tokenizer->decode(std::vector<int32_t>(ids.begin(), ids.end()));
+}
+
+std::string SharedModel::architecture() const { return arch_name(impl_->model.model->config().arch); }
+int SharedModel::context_length() const { return impl_->model.model->config().max_seq_len; }
+int SharedModel::vocab_size() const { return impl_->model.model->config().vocab_size; }
+int SharedModel::n_layers() const { return impl_->model.model->config().n_layers; }
+const std::string& SharedModel::path() const { return impl_->path; }
+
+struct Engine::Impl {
+  std::shared_ptr<const SharedModel> shared;
+  const LoadedModel* model = nullptr;  // shared's
   EngineOptions options;
   std::unique_ptr<Session> session;
   std::unique_ptr<ChatSession> chat;
+  // Calls are numbered: call_ is odd while call number call_ runs (the
+  // one-at-a-time guard), and cancel() records the number of the call it
+  // stops, so a cancel that races with the end of a call can never reach
+  // the next one.
+  std::atomic<uint64_t> call{0};
+  std::atomic<uint64_t> cancel{0};
+  std::atomic<int> threads{0};  // the session's, readable from any thread
 
   void new_chat() {
-    chat = std::make_unique<ChatSession>(*session, ChatTemplate(model.chat_format), options.system_prompt,
+    chat = std::make_unique<ChatSession>(*session, ChatTemplate(model->chat_format), options.system_prompt,
                                          options.enable_thinking);
   }
 };
 
 namespace {
+
+// Marks a call running on an engine for its lifetime; refuses a second one.
+class CallScope {
+ public:
+  CallScope(std::atomic<uint64_t>& call, const char* what) : call_(call) {
+    uint64_t c = call_.load();
+    do {
+      if (c & 1)
+        fail_as(ErrorCode::Busy, what, ": the engine is busy (another thread is running a call on it; "
+                "one engine runs one call at a time)");
+    } while (!call_.compare_exchange_weak(c, c + 1));
+    id_ = c + 1;
+  }
+  ~CallScope() { call_.store(id_ + 1); }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+  uint64_t id() const { return id_; }
+
+ private:
+  std::atomic<uint64_t>& call_;
+  uint64_t id_ = 0;
+};
 
 GenerateOptions to_internal(const GenerationOptions& o) {
   GenerateOptions g;
@@ -33,12 +126,15 @@ GenerateOptions to_internal(const GenerationOptions& o) {
   g.sampling.repeat_penalty = o.repeat_penalty;
   g.sampling.repeat_last_n = o.repeat_last_n;
   g.sampling.seed = o.seed;
+  g.prefill_progress = o.on_prefill_progress;
   g.sampling.validate();
+  if (o.max_tokens < 0) fail_as(ErrorCode::InvalidArgument, "max tokens ", o.max_tokens, " must be >= 0");
   return g;
 }
 
-void fill(GenerationStats* s, const GenerateResult& r) {
+void fill(GenerationStats* s, const GenerateResult& r, const Session& session) {
   if (!s) return;
+  s->context_used = static_cast<int>(session.cached_tokens().size());
   s->prompt_tokens = r.prompt_tokens;
   s->reused_tokens = r.reused_tokens;
   s->generated_tokens = static_cast<int>(r.tokens.size());
@@ -53,51 +149,84 @@ Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
 std::unique_ptr<Engine> Engine::open(const std::string& model_path, const EngineOptions& options) {
+  ModelOptions mo;
+  mo.tokenizer_path = options.tokenizer_path;
+  return create(SharedModel::open(model_path, mo), options);
+}
+
+std::unique_ptr<Engine> Engine::create(std::shared_ptr<const SharedModel> model, const EngineOptions& options) {
+  if (!model) fail_as(ErrorCode::InvalidArgument, "Engine::create: no model (null pointer)");
   auto impl = std::make_unique<Impl>();
+  impl->shared = std::move(model);
+  impl->model = &impl->shared->impl_->model;
   impl->options = options;
-  OpenOptions oo;
-  oo.tokenizer_path = options.tokenizer_path;
-  impl->model = load_model(model_path, oo);
-  const ModelConfig& cfg = impl->model.model->config();
+  const ModelConfig& cfg = impl->model->model->config();
   const int ctx = resolve_context(options.context, cfg);
   const int threads = resolve_threads(options.threads);
-  impl->session = std::make_unique<Session>(impl->model.model, impl->model.tokenizer, ctx, threads);
+  impl->session = std::make_unique<Session>(impl->model->model, impl->model->tokenizer, ctx, threads);
+  impl->threads = threads;
   impl->new_chat();
+  impl->shared->log(LogLevel::Debug, cat("engine created: context ", ctx, " tokens, ", threads, " threads"));
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
+namespace {
+GenerateOptions with_cancel(const GenerationOptions& options, const std::atomic<uint64_t>& cancel, uint64_t id) {
+  GenerateOptions g = to_internal(options);
+  g.cancelled = [&cancel, id] { return cancel.load(std::memory_order_relaxed) == id; };
+  return g;
+}
+}  // namespace
+
 std::string Engine::generate(const std::string& prompt, const GenerationOptions& options, const TextCallback& on_text,
                              GenerationStats* stats) {
+  CallScope scope(impl_->call, "generate");
+  GenerateOptions g = with_cancel(options, impl_->cancel, scope.id());
   EncodeOptions eo;
-  eo.add_bos = impl_->model.tokenizer->vocab().add_bos;
-  auto ids = impl_->model.tokenizer->encode(prompt, eo);
-  auto r = impl_->session->generate(ids, to_internal(options), on_text);
-  fill(stats, r);
+  eo.add_bos = impl_->model->tokenizer->vocab().add_bos;
+  auto ids = impl_->model->tokenizer->encode(prompt, eo);
+  auto r = impl_->session->generate(ids, g, on_text);
+  fill(stats, r, *impl_->session);
   return r.text;
 }
 
 std::string Engine::chat(const std::string& user_message, const GenerationOptions& options,
                          const TextCallback& on_text, GenerationStats* stats) {
-  auto r = impl_->chat->send(user_message, to_internal(options), on_text);
-  fill(stats, r);
+  CallScope scope(impl_->call, "chat");
+  auto r = impl_->chat->send(user_message, with_cancel(options, impl_->cancel, scope.id()), on_text);
+  fill(stats, r, *impl_->session);
   return r.text;
 }
 
 void Engine::reset() {
+  CallScope scope(impl_->call, "reset");
   impl_->session->reset();
   impl_->new_chat();
 }
 
-std::vector<int32_t> Engine::tokenize(std::string_view text, bool allow_special) const {
-  EncodeOptions eo;
-  eo.allow_special = allow_special;
-  return impl_->model.tokenizer->encode(text, eo);
+void Engine::cancel() {
+  const uint64_t c = impl_->call.load();
+  if (c & 1) impl_->cancel.store(c);
 }
 
-std::string Engine::detokenize(const std::vector<int32_t>& ids) const { return impl_->model.tokenizer->decode(ids); }
+void Engine::set_threads(int threads) {
+  CallScope scope(impl_->call, "set_threads");
+  if (threads < 1) fail_as(ErrorCode::InvalidArgument, "thread count ", threads, " must be >= 1");
+  impl_->session->set_threads(threads);
+  impl_->threads = threads;
+}
 
-std::string Engine::architecture() const { return arch_name(impl_->model.model->config().arch); }
+int Engine::threads() const { return impl_->threads.load(); }
+
+std::vector<int32_t> Engine::tokenize(std::string_view text, bool allow_special) const {
+  return impl_->shared->tokenize(text, allow_special);
+}
+
+std::string Engine::detokenize(const std::vector<int32_t>& ids) const { return impl_->shared->detokenize(ids); }
+
+std::string Engine::architecture() const { return impl_->shared->architecture(); }
 int Engine::context_size() const { return impl_->session->context_size(); }
-int Engine::vocab_size() const { return impl_->model.model->config().vocab_size; }
+int Engine::vocab_size() const { return impl_->shared->vocab_size(); }
+const std::shared_ptr<const SharedModel>& Engine::model() const { return impl_->shared; }
 
 }  // namespace pocket

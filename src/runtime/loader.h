@@ -1,6 +1,7 @@
 // Opens a model file of any supported format and builds everything needed
 // to run it: the fast Model, the Tokenizer and the chat template family.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,7 +20,11 @@ struct LoadedModel {
   bool chat_template_recognised = true;
 };
 
-LoadedModel load_model(const std::string& path, const OpenOptions& opts = {});
+// `progress`, when set, is called with the fraction loaded (0 at the start,
+// 1 at the end, rising as the weights are read); returning false stops the
+// load with an Error of code ErrorCode::Cancelled.
+LoadedModel load_model(const std::string& path, const OpenOptions& opts = {},
+                       const std::function<bool(float)>& progress = {});
 
 // Worker threads for a request of `requested` (0 = one per hardware thread).
 int resolve_threads(int requested);

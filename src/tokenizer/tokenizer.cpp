@@ -281,7 +281,7 @@ std::string Tokenizer::decode(std::span<const int32_t> ids) const {
   int32_t prev = -1;
   for (int32_t id : ids) {
     if (id < 0 || id >= vocab_size())
-      fail("decode: token id ", id, " is out of range (vocab size ", vocab_size(), ")");
+      fail_as(ErrorCode::InvalidArgument, "decode: token id ", id, " is out of range (vocab size ", vocab_size(), ")");
     const std::string& b = impl_->bytes[id];
     out.append(b, impl_->strips_leading_space(id, prev) ? 1 : 0);
     prev = id;

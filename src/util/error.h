@@ -24,4 +24,10 @@ template <class... Parts>
   throw Error(cat(std::forward<Parts>(parts)...));
 }
 
+// The same with the kind of failure named (pocket::ErrorCode).
+template <class... Parts>
+[[noreturn]] void fail_as(ErrorCode code, Parts&&... parts) {
+  throw Error(cat(std::forward<Parts>(parts)...), code);
+}
+
 }  // namespace pocket

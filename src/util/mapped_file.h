@@ -29,7 +29,10 @@ class MappedFile {
   // Best effort: a kernel without MADV_POPULATE_READ (< 5.14) just faults
   // them in later. Throws pocket::Error if the file has become shorter than
   // its mapping (truncated on disk since it was opened).
-  void prefault() const;
+  void prefault() const { prefault(0, size_); }
+  // The same for the bytes [offset, offset + length) (clamped to the file);
+  // a loader reporting progress prefaults a large file in slices.
+  void prefault(size_t offset, size_t length) const;
 
   // Drops the whole pages of [p, p + n) that lie in this mapping from the
   // process's resident memory (they are re-read from the page cache if
