@@ -113,12 +113,15 @@ def parse_args(argv=None):
                     help="comma-separated target layer ids to fuse (default: z-lab's spacing of 3 layers)")
     ap.add_argument("--dflash-gamma", type=float, default=0.0,
                     help="loss weight exp(-(k-1)/gamma) at block position k (0 = uniform)")
+    ap.add_argument("--total-minutes", type=float, default=0.0,
+                    help="whole-run budget: after the target, the time left (less a reserve for writing) is "
+                         "split between the two drafts in the ratio of their --*-minutes (0 = off)")
     ap.add_argument("--sample-tokens", type=int, default=40)
     ap.add_argument("--smoke", action="store_true", help="tiny budgets: the whole pipeline in well under a minute")
     args = ap.parse_args(argv)
     if args.smoke:
         args.minutes, args.draft_minutes, args.dflash_minutes = 0.25, 0.1, 0.1
-        args.evals, args.eval_windows, args.sample_tokens = 2, 4, 8
+        args.evals, args.eval_windows, args.sample_tokens, args.total_minutes = 2, 4, 8, 0.0
     return args
 
 
@@ -467,6 +470,8 @@ def train_dflash(args, target, tcfg, arrays, log, windows, mask_id):
             src = target.model.layers[tcfg.num_hidden_layers - len(dfl.layers) + i].state_dict()
             layer.load_state_dict(src, strict=True)
         dfl.norm.weight.copy_(target.model.norm.weight)
+    for p in target.parameters():
+        p.requires_grad_(False)
     embed = target.model.embed_tokens.weight  # shared, frozen
     params = list(dfl.parameters())
     opt = make_optimizer(params, args.dflash_lr, 0.0, device)
@@ -617,6 +622,14 @@ def main(argv=None):
     log["samples"] = samples(target, args.tokenizer, args.sample_tokens, args.device)
     models = {"target": model_state(target)}
     configs = {"target": tcfg.to_dict(), "tokenizer_meta": log["data"]}
+    if args.total_minutes > 0:
+        left = args.total_minutes * 60 - (time.perf_counter() - t_start) - 20.0
+        share = args.draft_minutes + args.dflash_minutes
+        if share > 0 and left > 0:
+            args.draft_minutes = left / 60 * args.draft_minutes / share
+            args.dflash_minutes = left / 60 * args.dflash_minutes / share
+            print(f"[run] {left / 60:.2f} min left: draft {args.draft_minutes:.2f}, dflash {args.dflash_minutes:.2f}",
+                  flush=True)
     if args.draft_minutes > 0 or args.draft_steps:
         _, dcfg, dstate = train_plain_draft(args, target, tcfg, arrays, log, windows)
         models["draft"] = dstate
