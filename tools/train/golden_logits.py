@@ -11,11 +11,14 @@ and log-sum-exp, in the layout tests/model/test_gemma3.cpp reads:
    "cases": [{"prompt": ..., "ids": [...], "positions": [...], "top": [...],
               "lse": [...]}]}
 
-Expected agreement: Pocket's f32 forward of the same f16 weights should match
-every listed logit within 2e-3 (absolute; logits here are O(10)), the same argmax
-where the top two differ by more than 4e-3, and the log-sum-exp within 2e-3:
-both sides compute in float32 from identical weights, so only summation order
-differs (measured against transformers' own sdpa forward: see the printout).
+Expected agreement (f16 weights, identical on both sides): Pocket's float
+reference forward (ReferenceModel: f32 weights, double accumulation) within 2e-3
+of every listed logit (logits here are O(10); only summation order differs),
+the same argmax where the top two differ by more than twice that, and the
+log-sum-exp within 2e-3. Pocket's fast forward quantizes activations to int8
+(as the Gemma 3 test notes), so there expect differences of order 0.1-1 and
+compare it with a looser bound. The INT4 file against the folder is a
+quantization-quality question: `pocket eval -m INT4 --ref FOLDER -f TEXT`.
 
   python3 tools/train/golden_logits.py FOLDER OUT.json [--top-k 8]
 """

@@ -18,7 +18,7 @@ mkdir -p "$OUT"
 [ -f .train/data/train.bin ] && [ -f .train/tokenizer/tokenizer.json ] || {
   echo "gpu_run.sh: .train/ is missing (run tools/train/pack_carry.sh and carry .train)" >&2; exit 1; }
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader || true
-python3 -c 'import torch, transformers, tokenizers, safetensors, numpy; print("torch", torch.__version__, "cuda", torch.version.cuda, "transformers", transformers.__version__)'
+"${PYTHON:-python3}" -c 'import torch, transformers, tokenizers, safetensors, numpy; print("torch", torch.__version__, "cuda", torch.version.cuda, "transformers", transformers.__version__)'
 SMOKE=()
 if [ "${1:-}" = "--smoke" ]; then SMOKE=(--smoke); shift; fi
 NUM=()
@@ -28,10 +28,10 @@ TOT=${NUM[0]:-7.5}; M=${NUM[1]:-4.5}; D=${NUM[2]:-1}; F=${NUM[3]:-2}
 # the GPU configuration: the shipped shape (f16 folder + INT4 file must stay under ~60 MB with
 # the 64K vocabulary, so width and depth are fixed by that), longer windows, big batches, many
 # epochs with the best held-out state kept, and 2-layer drafts
-python3 tools/train/train.py --data .train/data --tokenizer .train/tokenizer --out "$OUT" --device "${DEVICE:-cuda}" \
+"${PYTHON:-python3}" tools/train/train.py --data .train/data --tokenizer .train/tokenizer --out "$OUT" --device "${DEVICE:-cuda}" \
   --hidden 256 --layers 8 --heads 4 --kv-heads 2 --head-dim 64 --ffn 768 \
-  --seq-len 512 --batch 64 --lr 3e-3 --max-epochs 16 --evals 20 --eval-windows 128 \
-  --draft-layers 2 --dflash-layers 2 --block-size 8 --blocks-per-seq 16 \
+  --seq-len 512 --batch 64 --lr 3e-3 --max-epochs 8 --evals 16 --eval-windows 128 \
+  --draft-layers 2 --dflash-layers 2 --block-size 8 --blocks-per-seq 32 --dflash-gamma 4 \
   --total-minutes "$TOT" --minutes "$M" --draft-minutes "$D" --dflash-minutes "$F" "${SMOKE[@]}" "$@" 2>&1 | tee "$OUT/console.txt"
 ls -l "$OUT"
 n=$(ls "$OUT" | wc -l)
