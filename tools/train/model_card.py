@@ -20,6 +20,10 @@ def mb(n):
     return f"{n / 1e6:.1f} MB"
 
 
+def cell(text):
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
 def fields(log, files_dir, manifest):
     t = log["target"]
     cfg = t["config"]
@@ -42,7 +46,7 @@ def fields(log, files_dir, manifest):
         "eval_tokens": ", ".join(f"{k} {v}" for k, v in log.get("eval_tokens_per_language", {}).items()),
         "heldout_tokens": ", ".join(f"{k.split('.')[0].replace('heldout_', '')} {v['tokens']}"
                                     for k, v in log["data"]["files"].items() if k.startswith("heldout")),
-        "samples": "\n".join(f"| `{s['prompt']}` | {s['greedy'][len(s['prompt']):].replace('|', '\\|').replace(chr(10), ' ')} |"
+        "samples": "\n".join(f"| `{s['prompt']}` | {cell(s['greedy'][len(s['prompt']):])} |"
                              for s in log.get("samples", [])) or "| (none logged) | |",
     }
     d = log.get("draft")
