@@ -137,17 +137,32 @@ class DFlashDraft(nn.Module):
 
     def zlab_config(self, tcfg, target_layer_ids, block_size, mask_token_id):
         cfg = tcfg.to_dict()
-        for k in ("_name_or_path", "transformers_version", "dtype", "torch_dtype", "layer_types"):
-            cfg.pop(k, None)
         cfg.update({
-            "architectures": ["DFlashDraftModel"],
-            "auto_map": {"AutoModel": "dflash.DFlashDraftModel"},
-            "model_type": "qwen3",
             "num_hidden_layers": len(self.layers),
             "layer_types": ["full_attention"] * len(self.layers),
             "num_target_layers": tcfg.num_hidden_layers,
             "block_size": block_size,
             "dflash_config": {"mask_token_id": mask_token_id, "target_layer_ids": list(target_layer_ids)},
-            "torch_dtype": "float16",
         })
-        return cfg
+        return clean_config(cfg)
+
+
+ZLAB_KEYS = (
+    "architectures", "auto_map", "model_type", "attention_bias", "attention_dropout", "head_dim", "hidden_act",
+    "hidden_size", "initializer_range", "intermediate_size", "max_position_embeddings", "max_window_layers",
+    "num_attention_heads", "num_hidden_layers", "num_key_value_heads", "rms_norm_eps", "rope_scaling", "rope_theta",
+    "sliding_window", "use_sliding_window", "tie_word_embeddings", "use_cache", "vocab_size", "layer_types",
+    "bos_token_id", "eos_token_id", "pad_token_id", "num_target_layers", "block_size", "dflash_config", "torch_dtype",
+)
+
+
+def clean_config(cfg):
+    """A z-lab style config.json: the Qwen3 keys a DFlash loader reads, nothing of
+    PretrainedConfig's generation defaults."""
+    cfg = dict(cfg)
+    if "rope_theta" not in cfg:
+        cfg["rope_theta"] = (cfg.get("rope_parameters") or {}).get("rope_theta", 10000.0)
+    cfg.setdefault("rope_scaling", None)
+    cfg.update({"architectures": ["DFlashDraftModel"], "auto_map": {"AutoModel": "dflash.DFlashDraftModel"},
+                "model_type": "qwen3", "torch_dtype": "float16"})
+    return {k: cfg[k] for k in ZLAB_KEYS if k in cfg}

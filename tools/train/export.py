@@ -30,6 +30,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import packing  # noqa: E402
+from dflash_draft import clean_config  # noqa: E402
 
 from transformers import AutoModelForCausalLM, Qwen3Config, Qwen3ForCausalLM  # noqa: E402
 
@@ -71,7 +72,7 @@ def save_dflash(tensors, cfg, out):
     save_file({k: v.to(torch.float16).contiguous() for k, v in sorted(tensors.items())},
               os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
     with open(os.path.join(out, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(cfg, f, indent=2, sort_keys=True)
+        json.dump(clean_config(cfg), f, indent=2, sort_keys=True)
         f.write("\n")
 
 
