@@ -14,6 +14,7 @@
 #include "common/test_util.h"
 #include "convert/create_model.h"
 #include "convert/quantize_model.h"
+#include "eval/perplexity.h"
 #include "formats/gguf_writer.h"
 #include "formats/hf_folder.h"
 #include "formats/model_file.h"
@@ -262,6 +263,28 @@ TEST(PruneModel, ASentencePieceModel) {
     for (size_t k = 0; k < 400; ++k) differ += std::memcmp(&a[pos * 512 + new_to_old[k]], &b[pos * 400 + k], 4) != 0;
   EXPECT_EQ(differ, 0u);
   EXPECT_NE(read_text_file(in), read_text_file(out));
+
+  // `pocket eval --ref-map` (eval::evaluate_mapped) on the same pair: the
+  // reference renormalised over the kept tokens is the pruned model exactly.
+  Model mb(before), ma(after);
+  eval::EvalOptions eo;
+  eo.ctx = 16;
+  eo.threads = 2;
+  eo.add_bos = true;
+  eo.bos_id = after->vocab.bos_id;
+  const auto text_ids = ta->encode(text);
+  const auto r = eval::evaluate_mapped(ma, mb, text_ids, new_to_old, eo);
+  EXPECT_TRUE(r.mapped);
+  EXPECT_EQ(r.model.count, static_cast<int64_t>(text_ids.size()));
+  EXPECT_EQ(r.kl_max, 0.0);
+  EXPECT_EQ(r.model.sum, r.reference_kept.sum);
+  EXPECT_GE(r.reference.sum, r.reference_kept.sum);
+  EXPECT_GT(r.ref_dropped_mass_mean, 0.0);
+  EXPECT_LT(r.ref_dropped_mass_max, 1.0);
+  EXPECT_LE(r.top1_agreement, 1.0);
+  std::vector<int32_t> bad_map = new_to_old;
+  bad_map.pop_back();
+  EXPECT_THROW(eval::evaluate_mapped(ma, mb, text_ids, bad_map, eo), Error);
 }
 
 }  // namespace
