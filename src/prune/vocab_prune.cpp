@@ -1,6 +1,7 @@
 #include "prune/vocab_prune.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -142,7 +143,11 @@ std::array<int32_t, 256> byte_tokens(const Vocab& v) {
       if (b >= 0 && out[b] < 0) out[b] = static_cast<int32_t>(i);
     }
     for (int b = 0; b < 256; ++b)
-      if (out[b] < 0) fail("SentencePiece vocabulary without byte fallback: no <0x", std::hex, std::uppercase, b, "> token");
+      if (out[b] < 0) {
+        char piece[8];
+        std::snprintf(piece, sizeof piece, "<0x%02X>", b);
+        fail("SentencePiece vocabulary without byte fallback: no ", piece, " token");
+      }
     return out;
   }
   for (size_t i = 0; i < v.tokens.size(); ++i) {
