@@ -1,5 +1,6 @@
-// pocket prune-vocab: a smaller byte-level BPE vocabulary chosen by token use
-// on a corpus, for a tokenizer or a whole model (src/prune/).
+// pocket prune-vocab: a smaller BPE vocabulary (byte-level, or SentencePiece
+// with byte fallback) chosen by token use on a corpus, for a tokenizer or a
+// whole model (src/prune/).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -36,7 +37,8 @@ void add_prune_vocab(CLI::App& app, int& rc) {
   auto a = std::make_shared<PruneArgs>();
   CLI::App* sub = app.add_subcommand(
       "prune-vocab",
-      "Prune a byte-level BPE vocabulary (of a tokenizer or a model) to the tokens a corpus uses most");
+      "Prune a byte-level BPE vocabulary (of a tokenizer or a model), or a SentencePiece BPE one with byte fallback (of a "
+      "GGUF or Pocket model), to the tokens a corpus uses most");
   sub->add_option("input", a->in,
                   "tokenizer.json, a folder of tokenizer files, a Hugging Face model folder, a GGUF or a Pocket file")
       ->required();

@@ -1,6 +1,7 @@
 #include "eval/perplexity.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "util/thread_pool.h"
@@ -112,6 +113,76 @@ EvalResult evaluate(const Model& model, const Model* reference, std::span<const 
     r.kl_max = *std::max_element(kls.begin(), kls.end());
     r.kl_p99 = quantile(std::move(kls), 0.99);
     r.top1_agreement = static_cast<double>(agree) / static_cast<double>(r.model.count);
+  }
+  return r;
+}
+
+EvalResult evaluate_mapped(const Model& model, const Model& reference, std::span<const int32_t> tokens,
+                           std::span<const int32_t> new_to_old, const EvalOptions& opt) {
+  if (opt.max_tokens < 0) fail("--max-tokens ", opt.max_tokens, " is negative");
+  if (opt.max_tokens > 0 && static_cast<int64_t>(tokens.size()) > opt.max_tokens)
+    tokens = tokens.first(static_cast<size_t>(opt.max_tokens));
+  const std::vector<Window> windows = plan_windows(static_cast<int64_t>(tokens.size()), opt);
+  check_fits(model, opt.ctx, "evaluated");
+  check_fits(reference, opt.ctx, "reference");
+  const size_t vocab = static_cast<size_t>(model.config().vocab_size);
+  const size_t ref_vocab = static_cast<size_t>(reference.config().vocab_size);
+  if (new_to_old.size() != vocab)
+    fail("the id map has ", new_to_old.size(), " kept tokens, the model's vocab_size is ", vocab);
+  for (int32_t o : new_to_old)
+    if (o < 0 || static_cast<size_t>(o) >= ref_vocab)
+      fail("the id map names token ", o, ", outside the reference's vocabulary (", ref_vocab, ")");
+  if (opt.threads < 1) fail("--threads ", opt.threads, " must be at least 1");
+
+  ThreadPool pool(opt.threads);
+  Context model_ctx(model.config(), opt.ctx), ref_ctx(reference.config(), opt.ctx);
+  const int64_t offset = opt.add_bos ? 1 : 0;
+  EvalResult r;
+  r.mapped = true;
+  r.has_reference = true;
+  r.text_tokens = static_cast<int64_t>(tokens.size());
+  r.windows = static_cast<int64_t>(windows.size());
+  std::vector<int32_t> seq, ref_seq;
+  std::vector<float> logits, ref_logits, kept(vocab);
+  std::vector<double> kls;
+  int64_t agree = 0;
+  double dropped_sum = 0;
+  for (const Window& w : windows) {
+    seq.clear();
+    if (opt.add_bos) seq.push_back(opt.bos_id);
+    seq.insert(seq.end(), tokens.begin() + w.begin, tokens.begin() + w.end);
+    ref_seq.clear();
+    for (int32_t id : seq) {
+      if (id < 0 || static_cast<size_t>(id) >= vocab) fail("token ", id, " is outside the model's vocabulary");
+      ref_seq.push_back(new_to_old[static_cast<size_t>(id)]);
+    }
+    run_window(model, model_ctx, pool, seq, logits);
+    run_window(reference, ref_ctx, pool, ref_seq, ref_logits);
+    for (int64_t j = w.first_target; j < w.end; ++j) {
+      const size_t row = static_cast<size_t>(offset + (j - w.begin) - 1);
+      const size_t target = static_cast<size_t>(tokens[static_cast<size_t>(j)]);
+      std::span<const float> p(logits.data() + row * vocab, vocab);
+      std::span<const float> q(ref_logits.data() + row * ref_vocab, ref_vocab);
+      for (size_t k = 0; k < vocab; ++k) kept[k] = q[static_cast<size_t>(new_to_old[k])];
+      const double lse_q = log_sum_exp(q), lse_kept = log_sum_exp(kept);
+      r.model.add(log_sum_exp(p) - p[target]);
+      r.reference.add(lse_q - kept[target]);
+      r.reference_kept.add(lse_kept - kept[target]);
+      kls.push_back(kl_divergence(kept, p));
+      agree += argmax(q) == new_to_old[static_cast<size_t>(argmax(p))];
+      const double dropped = std::max(0.0, 1.0 - std::exp(lse_kept - lse_q));
+      dropped_sum += dropped;
+      r.ref_dropped_mass_max = std::max(r.ref_dropped_mass_max, dropped);
+    }
+  }
+  if (!kls.empty()) {
+    double sum = 0;
+    for (double v : kls) sum += v;
+    r.kl_mean = sum / static_cast<double>(kls.size());
+    r.kl_max = *std::max_element(kls.begin(), kls.end());
+    r.kl_p99 = quantile(std::move(kls), 0.99);
+    r.top1_agreement = static_cast<double>(agree) / static_cast<double>(r.model.count);
+    r.ref_dropped_mass_mean = dropped_sum / static_cast<double>(r.model.count);
   }
   return r;
 }

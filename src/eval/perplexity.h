@@ -55,12 +55,31 @@ struct EvalResult {
   NllSum reference;          // the reference's, on the same positions
   double kl_mean = 0, kl_p99 = 0, kl_max = 0;  // KL(P_ref || P_model) in nats
   double top1_agreement = 0;                   // fraction of positions with equal argmax
+  // evaluate_mapped only: the reference renormalised over the model's
+  // (kept) tokens, and the probability the reference gives the others.
+  bool mapped = false;
+  NllSum reference_kept;
+  double ref_dropped_mass_mean = 0, ref_dropped_mass_max = 0;
+  double chars = 0;  // Unicode characters of the evaluated tokens (set by the caller)
 };
 
 // Evaluates `model` (and `reference`, when given, on the same windows) on
 // `tokens`. Both models must have the same vocabulary size.
 EvalResult evaluate(const Model& model, const Model* reference, std::span<const int32_t> tokens,
                     const EvalOptions& opt);
+
+// A model with a pruned vocabulary against its original (`pocket eval
+// --ref-map`): `tokens` are the pruned model's; the reference runs on the
+// same sequence, each token mapped to its original id (new_to_old), so both
+// see the same text cut the same way and every target is a kept token.
+// Per scored position: the model's NLL; the reference's NLL over its full
+// vocabulary and renormalised over the kept tokens; KL(P_ref|kept ||
+// P_model) over the kept tokens (P_ref|kept: the reference's distribution
+// restricted to the kept tokens and renormalised); top-1 agreement (the
+// reference's argmax over its full vocabulary is the model's argmax); and
+// the reference's probability mass on dropped tokens.
+EvalResult evaluate_mapped(const Model& model, const Model& reference, std::span<const int32_t> tokens,
+                           std::span<const int32_t> new_to_old, const EvalOptions& opt);
 
 // The text tokens of `text` (no BOS: windows add it). Fails with
 // pocket::Error naming `source` when the text gives fewer than two tokens.

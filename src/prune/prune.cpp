@@ -74,8 +74,10 @@ std::string fixed(double x, int digits) {
 }  // namespace
 
 std::vector<int32_t> chat_template_tokens(const Tokenizer& tok, const std::string& jinja) {
-  if (jinja.empty()) return {};
-  const ChatTemplate tmpl(detect_chat_format(jinja, tok));
+  // No template: the format the vocabulary implies (Gemma's turn markers), if any.
+  const ChatFormat format = detect_chat_format(jinja, tok);
+  if (jinja.empty() && format == ChatFormat::Raw) return {};
+  const ChatTemplate tmpl(format);
   const std::vector<ChatMessage> convo = {{"system", "s"}, {"user", "u"}, {"assistant", "a"}, {"user", "u"}};
   std::vector<int32_t> ids;
   for (bool thinking : {true, false}) {
@@ -142,8 +144,11 @@ PruneReport prune_vocab(const std::string& in, const std::string& out, const Pru
   check_not_input(r.map_path, "--map");
   check_not_input(opt.report_path, "--report");
   if (!json_path.empty()) vocab = vocab_from_hf_json(json_path, config_path, &chat_template);
-  if (vocab.kind != TokenizerKind::ByteLevelBPE)
-    fail(in, ": not a byte-level BPE tokenizer (prune-vocab needs a GPT-2 / Qwen / Llama 3 style vocabulary)");
+  if (vocab.kind == TokenizerKind::SentencePieceBPE && !json_path.empty())
+    fail(in, ": a SentencePiece-style tokenizer.json; prune-vocab prunes SentencePiece BPE vocabularies in GGUF and "
+             "Pocket model files only");
+  if (vocab.kind != TokenizerKind::ByteLevelBPE && vocab.kind != TokenizerKind::SentencePieceBPE)
+    fail(in, ": not a BPE tokenizer (prune-vocab needs a byte-level or SentencePiece BPE vocabulary)");
   const auto tok = Tokenizer::create(vocab);
 
   std::vector<Corpus> corpora;

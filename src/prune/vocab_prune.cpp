@@ -1,6 +1,7 @@
 #include "prune/vocab_prune.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -11,10 +12,97 @@
 namespace pocket::prune {
 namespace {
 
-void require_byte_level(const Vocab& v) {
-  if (v.kind != TokenizerKind::ByteLevelBPE)
-    fail("vocabulary pruning needs a byte-level BPE tokenizer (GPT-2 / Qwen / Llama 3 style); this one is "
-         "SentencePiece-style BPE");
+void require_bpe(const Vocab& v) {
+  if (v.kind != TokenizerKind::ByteLevelBPE && v.kind != TokenizerKind::SentencePieceBPE)
+    fail("vocabulary pruning needs a byte-level or SentencePiece BPE tokenizer");
+  if (v.kind == TokenizerKind::SentencePieceBPE && v.scores.size() != v.tokens.size())
+    fail("vocabulary pruning: a SentencePiece vocabulary needs one score per token");
+}
+
+bool is_sentencepiece(const Vocab& v) { return v.kind == TokenizerKind::SentencePieceBPE; }
+
+// The text a SentencePiece piece stands for, as the tokenizer matches it:
+// U+2581 is a space (tokenizer.cpp, sentencepiece_bytes).
+std::string sentencepiece_text(const std::string& piece) {
+  std::string out;
+  out.reserve(piece.size());
+  for (size_t i = 0; i < piece.size(); ++i) {
+    if (piece.compare(i, 3, "\xE2\x96\x81") == 0) {
+      out.push_back(' ');
+      i += 2;
+    } else {
+      out.push_back(piece[i]);
+    }
+  }
+  return out;
+}
+
+// The byte of a "<0xNN>" piece, or -1.
+int byte_piece_value(const std::string& piece) {
+  if (piece.size() != 6 || piece.compare(0, 3, "<0x") != 0 || piece[5] != '>') return -1;
+  auto hex = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; };
+  const int hi = hex(piece[3]), lo = hex(piece[4]);
+  return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
+// SentencePiece BPE has no merge list: two adjacent symbols merge when their
+// concatenated text is a token (normal or user-defined, as the tokenizer's
+// text table holds them; the first id wins), the highest score first, ties
+// leftmost (bpe.cpp, bpe_sentencepiece). The parents of a normal token are
+// the two symbols of the last merge that algorithm applies to the token's own
+// text, when it ends in that token; a symbol that is not a token (a single
+// character the vocabulary lacks) is -1 and needs nothing kept.
+std::vector<std::array<int32_t, 2>> sentencepiece_parents(const Vocab& v) {
+  const size_t n = v.tokens.size();
+  std::vector<std::string> text(n);
+  std::unordered_map<std::string, int32_t> text_ids;
+  text_ids.reserve(n * 2);
+  for (size_t i = 0; i < n; ++i) {
+    if (v.types[i] == TokenType::Normal) text[i] = sentencepiece_text(v.tokens[i]);
+    else if (v.types[i] == TokenType::UserDefined) text[i] = v.tokens[i];
+    else continue;
+    if (!text[i].empty()) text_ids.emplace(text[i], static_cast<int32_t>(i));
+  }
+  auto find = [&](std::string_view s) {
+    auto it = text_ids.find(std::string(s));
+    return it == text_ids.end() ? -1 : it->second;
+  };
+  std::vector<std::array<int32_t, 2>> parents(n, {-1, -1});
+  struct Sym {
+    size_t start, len;
+  };
+  std::vector<Sym> syms;
+  for (size_t id = 0; id < n; ++id) {
+    if (v.types[id] != TokenType::Normal) continue;
+    const std::string& t = text[id];
+    syms.clear();
+    for (size_t i = 0; i < t.size();) {
+      size_t len;
+      unicode::decode(t, i, len);
+      syms.push_back({i, len});
+      i += len;
+    }
+    if (syms.size() < 2) continue;
+    std::array<int32_t, 2> last{-1, -1};
+    while (syms.size() > 1) {
+      size_t best = 0;
+      int32_t best_id = -1;
+      for (size_t k = 0; k + 1 < syms.size(); ++k) {
+        const int32_t m = find(std::string_view(t).substr(syms[k].start, syms[k].len + syms[k + 1].len));
+        if (m >= 0 && (best_id < 0 || v.scores[m] > v.scores[best_id])) {
+          best = k;
+          best_id = m;
+        }
+      }
+      if (best_id < 0) break;
+      last = {find(std::string_view(t).substr(syms[best].start, syms[best].len)),
+              find(std::string_view(t).substr(syms[best + 1].start, syms[best + 1].len))};
+      syms[best].len += syms[best + 1].len;
+      syms.erase(syms.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+    }
+    if (syms.size() == 1 && find(t) == static_cast<int32_t>(id)) parents[id] = last;
+  }
+  return parents;
 }
 
 // piece -> id over every token (the first id wins, as in the tokenizer).
@@ -45,9 +133,23 @@ uint64_t pair_key(int32_t l, int32_t r) { return uint64_t(uint32_t(l)) << 32 | u
 }  // namespace
 
 std::array<int32_t, 256> byte_tokens(const Vocab& v) {
-  require_byte_level(v);
+  require_bpe(v);
   std::array<int32_t, 256> out;
   out.fill(-1);
+  if (is_sentencepiece(v)) {
+    for (size_t i = 0; i < v.tokens.size(); ++i) {
+      if (v.types[i] != TokenType::Byte) continue;
+      const int b = byte_piece_value(v.tokens[i]);
+      if (b >= 0 && out[b] < 0) out[b] = static_cast<int32_t>(i);
+    }
+    for (int b = 0; b < 256; ++b)
+      if (out[b] < 0) {
+        char piece[8];
+        std::snprintf(piece, sizeof piece, "<0x%02X>", b);
+        fail("SentencePiece vocabulary without byte fallback: no ", piece, " token");
+      }
+    return out;
+  }
   for (size_t i = 0; i < v.tokens.size(); ++i) {
     if (v.types[i] != TokenType::Normal) continue;
     const std::string& t = v.tokens[i];
@@ -62,6 +164,11 @@ std::array<int32_t, 256> byte_tokens(const Vocab& v) {
 }
 
 std::vector<std::array<int32_t, 2>> bpe_parents(const Vocab& v) {
+  require_bpe(v);
+  if (is_sentencepiece(v)) {
+    byte_tokens(v);  // byte fallback is what makes every string encodable after pruning
+    return sentencepiece_parents(v);
+  }
   const auto bytes = byte_tokens(v);
   const auto ids = piece_index(v);
   const auto merges = resolve_merges(v, ids);
@@ -178,7 +285,7 @@ Selection select_tokens(const Vocab& v, const std::vector<std::array<int32_t, 2>
 }
 
 PrunedVocab apply_selection(const Vocab& v, const std::vector<uint8_t>& kept) {
-  require_byte_level(v);
+  require_bpe(v);
   const size_t n = v.tokens.size();
   if (kept.size() != n) fail("vocabulary pruning: selection size does not match the vocabulary");
   PrunedVocab p;

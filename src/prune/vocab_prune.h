@@ -1,4 +1,4 @@
-// Vocabulary pruning of byte-level BPE tokenizers (`pocket prune-vocab`):
+// Vocabulary pruning of byte-level and SentencePiece BPE tokenizers (`pocket prune-vocab`):
 // which tokens a smaller vocabulary keeps, and the pruned Vocab with its
 // old -> new id map. This file owns the selection rules; reading corpora
 // (corpus_stats.h), rewriting tokenizer files (hf_rewrite.h) and model
@@ -14,6 +14,19 @@
 // same merges in the same order to any word whose original tokens are all
 // kept: the lowest-ranked applicable merge of the full table is applied
 // there, and it is also in the pruned table.
+//
+// SentencePiece BPE (Gemma, Llama 2; byte fallback) has no merge list: two
+// adjacent symbols merge when their concatenated text is a token, highest
+// score first, ties leftmost. The same argument holds with "merge" read as
+// "the token a merge makes": the merges inside a final token's span are
+// those of the algorithm run on that token's text alone, so each token's
+// parents are the two symbols of the last merge of that run (a symbol that
+// is not a token, a single character the vocabulary lacks, needs nothing
+// kept). A pruned vocabulary has a subset of the merges (a merge exists
+// exactly when its result is kept), so on text whose original tokens are all
+// kept the original run's merge is still the best one left at every step.
+// Characters without a kept token fall back to the 256 <0xNN> byte tokens,
+// which are always kept, so every string still encodes and decodes back.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -25,12 +38,15 @@
 namespace pocket::prune {
 
 // Canonical BPE parents of every token: (left, right) ids of the last merge
-// that BPE applies to the token's own bytes, or {-1, -1} for byte tokens,
-// added tokens and tokens BPE never produces from their bytes.
+// that BPE applies to the token's own bytes (SentencePiece: its own text,
+// U+2581 read as a space), or {-1, -1} for byte tokens, added tokens and
+// tokens BPE never produces from their bytes; SentencePiece: -1 for a side
+// that is a character without a token.
 std::vector<std::array<int32_t, 2>> bpe_parents(const Vocab& v);
 
-// The 256 single-byte tokens, indexed by byte. Throws pocket::Error if the
-// vocabulary is not byte-level BPE or lacks one of them.
+// The 256 single-byte tokens (SentencePiece: the <0xNN> byte-fallback
+// tokens), indexed by byte. Throws pocket::Error if the vocabulary is not
+// BPE or lacks one of them.
 std::array<int32_t, 256> byte_tokens(const Vocab& v);
 
 struct SelectOptions {

@@ -90,4 +90,31 @@ TEST(CliPrune, CreateWithARealTokenizerThenPruneTheModel) {
   EXPECT_NE(info2.out.find("300"), std::string::npos) << info2.out;
 }
 
+// A SentencePiece model (stories260K + tok512 as a Pocket file) pruned, then
+// `pocket eval --ref-map` against the original: KL over the kept tokens is 0.
+TEST(CliPrune, SentencePieceModelThenEvalWithTheMap) {
+  pocket::test::TempDir dir;
+  std::ofstream(dir.file("corpus.txt")) << "Once upon a time, there was a little girl named Lily.\n";
+  std::ofstream(dir.file("text.txt")) << "Once upon a time, there was a little dog. Lily was happy.\n";
+  auto q = run("quantize " + pocket::test::stories_model() + " " + dir.file("s.pocket") + " --weights q8 --group 32");
+  ASSERT_EQ(q.code, 0) << q.out;
+  auto p = run("prune-vocab " + dir.file("s.pocket") + " " + dir.file("p.pocket") + " --keep 400 --corpus " +
+               dir.file("corpus.txt"));
+  ASSERT_EQ(p.code, 0) << p.out;
+  EXPECT_NE(p.out.find("vocabulary: 512 -> 400 tokens"), std::string::npos) << p.out;
+  auto e = run("eval -m " + dir.file("p.pocket") + " --ref " + dir.file("s.pocket") + " --ref-map " +
+               dir.file("p.vocab_map.json") + " -f " + dir.file("text.txt") + " --ctx 16 -t 2");
+  ASSERT_EQ(e.code, 0) << e.out;
+  EXPECT_NE(e.out.find("KL(ref || model): mean 0.000000, p99 0.000000, max 0.000000"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("reference probability on dropped tokens"), std::string::npos) << e.out;
+  // A map that is not this pair's, and --ref-map without --ref, are clear errors.
+  auto bad = run("eval -m " + dir.file("s.pocket") + " --ref " + dir.file("s.pocket") + " --ref-map " +
+                 dir.file("p.vocab_map.json") + " -f " + dir.file("text.txt") + " --ctx 16");
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("pocket: error:"), std::string::npos) << bad.out;
+  auto no_ref = run("eval -m " + dir.file("p.pocket") + " --ref-map " + dir.file("p.vocab_map.json") + " -f " +
+                    dir.file("text.txt"));
+  EXPECT_EQ(no_ref.code, 2) << no_ref.out;
+}
+
 }  // namespace

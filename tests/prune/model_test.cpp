@@ -14,6 +14,7 @@
 #include "common/test_util.h"
 #include "convert/create_model.h"
 #include "convert/quantize_model.h"
+#include "eval/perplexity.h"
 #include "formats/gguf_writer.h"
 #include "formats/hf_folder.h"
 #include "formats/model_file.h"
@@ -219,27 +220,71 @@ TEST(PruneModel, NeverOverwritesTheInputModel) {
   EXPECT_EQ(read_text_file(in), original);
 }
 
-// A SentencePiece vocabulary (llama2.c's stories260K written as GGUF) is a
-// clear error, and nothing is written.
-TEST(PruneModel, ASentencePieceModelIsAClearError) {
+// A SentencePiece vocabulary with byte fallback (llama2.c's stories260K
+// with tok512, written as GGUF): pruned like byte-level BPE, its kept
+// logits bit for bit the original's; a SentencePiece tokenizer.json is a
+// clear error (only model files carry SentencePiece vocabularies here).
+TEST(PruneModel, ASentencePieceModel) {
   test::TempDir dir;
   const ModelFile l2c = open_model(test::stories_model());
   GgufWriter w;
   add_config_metadata(w, l2c.config);
   add_vocab_metadata(w, l2c.vocab, "");
   for (const auto& [name, t] : l2c.tensors) w.add_tensor(name, t.type, t.shape, t.data, t.nbytes);
-  w.write(dir.file("stories.gguf"));
-  std::ofstream(dir.file("corpus.txt")) << "Once upon a time\n";
+  const std::string in = dir.file("stories.gguf"), out = dir.file("out.gguf");
+  w.write(in);
+  const char* text = "Once upon a time, there was a little girl named Lily. She liked to play.";
+  std::ofstream(dir.file("corpus.txt")) << text << "\n";
   prune::PruneOptions o;
-  o.keep = 300;
+  o.keep = 400;
   o.corpus = {dir.file("corpus.txt")};
-  try {
-    prune::prune_vocab(dir.file("stories.gguf"), dir.file("out.gguf"), o);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("not a byte-level BPE tokenizer"), std::string::npos) << e.what();
+  const auto report = prune::prune_vocab(in, out, o);
+  EXPECT_EQ(report.vocab_before, 512);
+  EXPECT_EQ(report.vocab_after, 400);
+  EXPECT_EQ(report.corpus_kept_tokens, report.corpus_tokens);
+  const auto new_to_old = json::parse(read_text_file(report.map_path))["new_to_old"].get<std::vector<int32_t>>();
+  auto before = std::make_shared<const ModelFile>(open_model(in));
+  auto after = std::make_shared<const ModelFile>(open_model(out));
+  EXPECT_EQ(after->config.vocab_size, 400);
+  EXPECT_EQ(after->vocab.kind, TokenizerKind::SentencePieceBPE);
+  const auto tb = Tokenizer::create(before->vocab), ta = Tokenizer::create(after->vocab);
+  std::vector<int32_t> old_ids = tb->encode(text, {.add_bos = true}), new_ids;
+  std::vector<int32_t> old_to_new(512, -1);
+  for (size_t k = 0; k < new_to_old.size(); ++k) old_to_new[new_to_old[k]] = static_cast<int32_t>(k);
+  for (int32_t id : old_ids) {
+    ASSERT_GE(old_to_new[id], 0);
+    new_ids.push_back(old_to_new[id]);
   }
-  EXPECT_FALSE(fs::exists(dir.file("out.gguf")));
+  EXPECT_EQ(ta->encode(text, {.add_bos = true}), new_ids);
+  EXPECT_EQ(ta->decode(ta->encode("Zebras quietly jumped! 你好")), "Zebras quietly jumped! 你好");
+  const auto a = logits_for(before, old_ids), b = logits_for(after, new_ids);
+  size_t differ = 0;
+  for (size_t pos = 0; pos < old_ids.size(); ++pos)
+    for (size_t k = 0; k < 400; ++k) differ += std::memcmp(&a[pos * 512 + new_to_old[k]], &b[pos * 400 + k], 4) != 0;
+  EXPECT_EQ(differ, 0u);
+  EXPECT_NE(read_text_file(in), read_text_file(out));
+
+  // `pocket eval --ref-map` (eval::evaluate_mapped) on the same pair: the
+  // reference renormalised over the kept tokens is the pruned model exactly.
+  Model mb(before), ma(after);
+  eval::EvalOptions eo;
+  eo.ctx = 16;
+  eo.threads = 2;
+  eo.add_bos = true;
+  eo.bos_id = after->vocab.bos_id;
+  const auto text_ids = ta->encode(text);
+  const auto r = eval::evaluate_mapped(ma, mb, text_ids, new_to_old, eo);
+  EXPECT_TRUE(r.mapped);
+  EXPECT_EQ(r.model.count, static_cast<int64_t>(text_ids.size()));
+  EXPECT_EQ(r.kl_max, 0.0);
+  EXPECT_EQ(r.model.sum, r.reference_kept.sum);
+  EXPECT_GE(r.reference.sum, r.reference_kept.sum);
+  EXPECT_GT(r.ref_dropped_mass_mean, 0.0);
+  EXPECT_LT(r.ref_dropped_mass_max, 1.0);
+  EXPECT_LE(r.top1_agreement, 1.0);
+  std::vector<int32_t> bad_map = new_to_old;
+  bad_map.pop_back();
+  EXPECT_THROW(eval::evaluate_mapped(ma, mb, text_ids, bad_map, eo), Error);
 }
 
 }  // namespace

@@ -160,11 +160,14 @@ TEST(PruneSelect, MergesSurviveOnlyWithBothPartsAndTheResult) {
   EXPECT_EQ(map["old_to_new"].get<std::vector<int32_t>>(), p.old_to_new);
 }
 
-TEST(PruneSelect, SentencePieceVocabulariesAreRejected) {
+// SentencePiece BPE is pruned too (spm_prune_test.cpp), but only with byte
+// fallback (<0xNN> tokens) and one score per token.
+TEST(PruneSelect, SentencePieceVocabulariesNeedByteFallbackAndScores) {
   Vocab v = two_ways_vocab();
   v.kind = TokenizerKind::SentencePieceBPE;
-  EXPECT_THROW(prune::bpe_parents(v), Error);
-  EXPECT_THROW(prune::apply_selection(v, std::vector<uint8_t>(v.tokens.size(), 1)), Error);
+  EXPECT_THROW(prune::apply_selection(v, std::vector<uint8_t>(v.tokens.size(), 1)), Error);  // no scores
+  v.scores.assign(v.tokens.size(), 0.0f);
+  EXPECT_THROW(prune::bpe_parents(v), Error);  // no <0xNN> tokens
 }
 
 TEST(PruneSelect, AVocabularyWithoutEveryByteIsRejected) {
