@@ -32,12 +32,18 @@ inline std::string gemma3_model() {
 }
 // POCKET_GEMMA3_GGUF=off turns the tests off where they would take too long
 // (emulated CPUs, sanitizer builds): test.sh runs them in the release stage.
-#define POCKET_NEED_GEMMA3(path)                                                                         \
-  if (const char* gemma3_env = std::getenv("POCKET_GEMMA3_GGUF"); gemma3_env && std::string(gemma3_env) == "off") \
-    GTEST_SKIP() << "Gemma 3 270M tests are off here (POCKET_GEMMA3_GGUF=off); the release stage runs them";     \
-  const std::string path = ::pocket::test::gemma3_model();                                              \
-  if (path.empty())                                                                                     \
-  GTEST_SKIP() << "Gemma 3 270M is not installed: run scripts/fetch_gemma3.sh (or set POCKET_GEMMA3_GGUF)"
+inline bool gemma3_off() {
+  const char* e = std::getenv("POCKET_GEMMA3_GGUF");
+  return e && std::string(e) == "off";
+}
+#define POCKET_NEED_GEMMA3(path)                                                                           \
+  if (::pocket::test::gemma3_off()) {                                                                     \
+    GTEST_SKIP() << "Gemma 3 270M tests are off here (POCKET_GEMMA3_GGUF=off); the release stage runs them"; \
+  }                                                                                                       \
+  const std::string path = ::pocket::test::gemma3_model();                                                \
+  if (path.empty()) {                                                                                     \
+    GTEST_SKIP() << "Gemma 3 270M is not installed: run scripts/fetch_gemma3.sh (or set POCKET_GEMMA3_GGUF)"; \
+  }
 
 // A fresh, empty temporary directory removed when the object dies.
 class TempDir {
