@@ -23,30 +23,6 @@ constexpr uint64_t kMaxNameLen = 65535;
 constexpr uint32_t kMaxDims = 4;
 constexpr uint64_t kMaxDim = uint64_t{1} << 40;
 
-// Size of a fixed-size scalar element, 0 for String/Array/unknown.
-uint64_t scalar_size(GgufType t) {
-  switch (t) {
-    case GgufType::U8:
-    case GgufType::I8:
-    case GgufType::Bool:
-      return 1;
-    case GgufType::U16:
-    case GgufType::I16:
-      return 2;
-    case GgufType::U32:
-    case GgufType::I32:
-    case GgufType::F32:
-      return 4;
-    case GgufType::U64:
-    case GgufType::I64:
-    case GgufType::F64:
-      return 8;
-    case GgufType::String:
-    case GgufType::Array:
-      return 0;
-  }
-  return 0;
-}
 
 bool is_known_type(uint32_t t) { return t <= static_cast<uint32_t>(GgufType::F64); }
 
@@ -93,7 +69,7 @@ void read_array(ByteReader& r, GgufValue& v, const std::string& key, int depth) 
   if (!is_known_type(et)) fail(r.source(), ": metadata '", key, "': unknown array element type ", et);
   v.elem_type = static_cast<GgufType>(et);
   v.count = r.u64("array length of '" + key + "'");
-  if (uint64_t es = scalar_size(v.elem_type); es != 0) {
+  if (uint64_t es = gguf_scalar_size(v.elem_type); es != 0) {
     uint64_t bytes = checked_mul(v.count, es, r.source() + ": metadata '" + key + "' array");
     v.raw = r.bytes(bytes, "array '" + key + "'");
   } else if (v.elem_type == GgufType::String) {
@@ -119,7 +95,7 @@ GgufValue read_value(ByteReader& r, GgufType type, const std::string& key, int d
   } else if (type == GgufType::Array) {
     read_array(r, v, key, depth);
   } else {
-    decode_scalar(type, r.bytes(scalar_size(type), "value of '" + key + "'"), v);
+    decode_scalar(type, r.bytes(gguf_scalar_size(type), "value of '" + key + "'"), v);
   }
   return v;
 }
@@ -160,6 +136,30 @@ std::string gguf_supported_types() {
   std::string s;
   for (const auto& e : kTypeIds) s += (s.empty() ? "" : ", ") + std::string(dtype_name(e.type));
   return s;
+}
+
+uint64_t gguf_scalar_size(GgufType t) {
+  switch (t) {
+    case GgufType::U8:
+    case GgufType::I8:
+    case GgufType::Bool:
+      return 1;
+    case GgufType::U16:
+    case GgufType::I16:
+      return 2;
+    case GgufType::U32:
+    case GgufType::I32:
+    case GgufType::F32:
+      return 4;
+    case GgufType::U64:
+    case GgufType::I64:
+    case GgufType::F64:
+      return 8;
+    case GgufType::String:
+    case GgufType::Array:
+      return 0;
+  }
+  return 0;
 }
 
 std::string_view gguf_type_name(GgufType t) {
@@ -341,7 +341,7 @@ std::vector<int64_t> GgufFile::get_int_array(const std::string& key, bool requir
   const GgufValue& a = expect_array(key, *v);
   if (!is_signed(a.elem_type) && !is_unsigned(a.elem_type))
     fail(path(), ": metadata '", key, "' should be an array of integers but holds ", gguf_type_name(a.elem_type));
-  uint64_t es = scalar_size(a.elem_type);
+  uint64_t es = gguf_scalar_size(a.elem_type);
   std::vector<int64_t> out;
   out.reserve(static_cast<size_t>(a.count));
   for (uint64_t i = 0; i < a.count; ++i) {

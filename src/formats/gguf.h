@@ -58,6 +58,8 @@ uint32_t gguf_type_id(DType t);
 // "F32, F16, ..." for error messages and `pocket info`.
 std::string gguf_supported_types();
 std::string_view gguf_type_name(GgufType t);
+// Bytes of one fixed-size scalar of type t; 0 for String, Array and unknown types.
+uint64_t gguf_scalar_size(GgufType t);
 
 
 // One metadata value. Strings and scalar arrays point into the mapping.

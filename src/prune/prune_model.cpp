@@ -23,28 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
-int scalar_bytes(GgufType t) {
-  switch (t) {
-    case GgufType::U8:
-    case GgufType::I8:
-    case GgufType::Bool:
-      return 1;
-    case GgufType::U16:
-    case GgufType::I16:
-      return 2;
-    case GgufType::U32:
-    case GgufType::I32:
-    case GgufType::F32:
-      return 4;
-    case GgufType::U64:
-    case GgufType::I64:
-    case GgufType::F64:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
 template <class T>
 void put(std::string& out, T v) {
   char b[sizeof(T)];
@@ -89,7 +67,7 @@ GgufMeta to_meta(const GgufValue& v, const std::vector<int32_t>* keep = nullptr)
     for (size_t k : idx) items.push_back(to_meta(v.arrays[k]));
     return GgufMeta::array(items, GgufType::Array);
   }
-  const int size = scalar_bytes(v.elem_type);
+  const int size = static_cast<int>(gguf_scalar_size(v.elem_type));
   GgufMeta m;
   m.type = GgufType::Array;
   put<uint32_t>(m.payload, static_cast<uint32_t>(v.elem_type));

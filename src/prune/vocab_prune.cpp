@@ -21,30 +21,6 @@ void require_bpe(const Vocab& v) {
 
 bool is_sentencepiece(const Vocab& v) { return v.kind == TokenizerKind::SentencePieceBPE; }
 
-// The text a SentencePiece piece stands for, as the tokenizer matches it:
-// U+2581 is a space (tokenizer.cpp, sentencepiece_bytes).
-std::string sentencepiece_text(const std::string& piece) {
-  std::string out;
-  out.reserve(piece.size());
-  for (size_t i = 0; i < piece.size(); ++i) {
-    if (piece.compare(i, 3, "\xE2\x96\x81") == 0) {
-      out.push_back(' ');
-      i += 2;
-    } else {
-      out.push_back(piece[i]);
-    }
-  }
-  return out;
-}
-
-// The byte of a "<0xNN>" piece, or -1.
-int byte_piece_value(const std::string& piece) {
-  if (piece.size() != 6 || piece.compare(0, 3, "<0x") != 0 || piece[5] != '>') return -1;
-  auto hex = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; };
-  const int hi = hex(piece[3]), lo = hex(piece[4]);
-  return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
-}
-
 // SentencePiece BPE has no merge list: two adjacent symbols merge when their
 // concatenated text is a token (normal or user-defined, as the tokenizer's
 // text table holds them; the first id wins), the highest score first, ties
@@ -139,7 +115,7 @@ std::array<int32_t, 256> byte_tokens(const Vocab& v) {
   if (is_sentencepiece(v)) {
     for (size_t i = 0; i < v.tokens.size(); ++i) {
       if (v.types[i] != TokenType::Byte) continue;
-      const int b = byte_piece_value(v.tokens[i]);
+      const int b = sentencepiece_byte(v.tokens[i]);
       if (b >= 0 && out[b] < 0) out[b] = static_cast<int32_t>(i);
     }
     for (int b = 0; b < 256; ++b)

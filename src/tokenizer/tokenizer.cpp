@@ -31,9 +31,13 @@ std::string byte_level_bytes(const std::string& piece, int32_t id) {
   return out;
 }
 
-// SentencePiece pieces spell the space as U+2581 "▁" (llama2.c files already
-// use ' '); the byte-fallback pieces are "<0xNN>".
-std::string sentencepiece_bytes(const std::string& piece) {
+void check_id(int32_t id, size_t n, const char* what) {
+  if (id < -1 || id >= static_cast<int64_t>(n)) fail(kSource, ": ", what, " ", id, " is out of range (", n, " tokens)");
+}
+
+}  // namespace
+
+std::string sentencepiece_text(const std::string& piece) {
   std::string out;
   out.reserve(piece.size());
   for (size_t i = 0; i < piece.size(); ++i) {
@@ -47,18 +51,12 @@ std::string sentencepiece_bytes(const std::string& piece) {
   return out;
 }
 
-int parse_byte_piece(const std::string& piece) {
+int sentencepiece_byte(const std::string& piece) {
   if (piece.size() != 6 || piece.compare(0, 3, "<0x") != 0 || piece[5] != '>') return -1;
   auto hex = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; };
   const int hi = hex(piece[3]), lo = hex(piece[4]);
   return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
 }
-
-void check_id(int32_t id, size_t n, const char* what) {
-  if (id < -1 || id >= static_cast<int64_t>(n)) fail(kSource, ": ", what, " ", id, " is out of range (", n, " tokens)");
-}
-
-}  // namespace
 
 void Tokenizer::Impl::build() {
   const Vocab& v = vocab;
@@ -99,12 +97,12 @@ void Tokenizer::Impl::build() {
     } else if (byte_level) {
       bytes[i] = byte_level_bytes(piece, id);
     } else if (t == TokenType::Byte) {
-      const int b = parse_byte_piece(piece);
+      const int b = sentencepiece_byte(piece);
       if (b < 0) fail(kSource, ": byte token ", id, " is \"", piece, "\", not <0xNN>");
       bytes[i] = std::string(1, static_cast<char>(b));
       if (byte_ids[b] < 0) byte_ids[b] = id;
     } else {
-      bytes[i] = sentencepiece_bytes(piece);
+      bytes[i] = sentencepiece_text(piece);
     }
     if (t == TokenType::Normal || (!byte_level && t == TokenType::UserDefined)) {
       if (bytes[i].empty()) fail(kSource, ": token ", id, " is empty");

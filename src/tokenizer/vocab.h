@@ -33,6 +33,12 @@ enum class TokenType : uint8_t {
   Unused = 5,
 };
 
+// SentencePiece pieces spell the space as U+2581 "▁": the text a piece
+// stands for, with each U+2581 as ' ' (llama2.c files already use ' ').
+std::string sentencepiece_text(const std::string& piece);
+// The byte of a byte-fallback piece "<0xNN>", or -1 for any other piece.
+int sentencepiece_byte(const std::string& piece);
+
 struct Vocab {
   TokenizerKind kind = TokenizerKind::ByteLevelBPE;
   PreTokenizer pre = PreTokenizer::None;
