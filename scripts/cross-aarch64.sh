@@ -17,6 +17,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release $(ccache_launch
 cmake --build "$build" -j"$jobs"
 
 export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
+export POCKET_TEST_EMULATED=1  # tests of ISA-independent slow paths skip (tests/common/test_util.h)
 per_level="kernels quant model"
 for cpu in cortex-a53 cortex-a76 max; do
   for area in $per_level; do

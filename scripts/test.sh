@@ -84,7 +84,7 @@ if want no-avx512 && $x86; then
   emu="qemu-x86_64 -cpu max"
   for exe in "$root"/build/release/pocket_tests_*; do
     [[ -x "$exe" && "$exe" != *.cmake ]] || continue
-    POCKET_EXPECT_ISA=avx2 POCKET_TEST_CLI="$emu $root/build/release/pocket" POCKET_GEMMA3_GGUF=off \
+    POCKET_EXPECT_ISA=avx2 POCKET_TEST_CLI="$emu $root/build/release/pocket" POCKET_GEMMA3_GGUF=off POCKET_TEST_EMULATED=1 \
       step "no-avx512-$(basename "$exe")" $emu "$exe" --gtest_brief=1
   done
   step no-avx512-cli $emu "$root/build/release/pocket" run -n 16 -q --temp 0

@@ -45,6 +45,17 @@ inline bool gemma3_off() {
     GTEST_SKIP() << "Gemma 3 270M is not installed: run scripts/fetch_gemma3.sh (or set POCKET_GEMMA3_GGUF)"; \
   }
 
+// Set by test.sh for the stages that run the tests under qemu, where a test
+// of ISA-independent code that takes seconds natively takes minutes.
+inline bool emulated() {
+  const char* e = std::getenv("POCKET_TEST_EMULATED");
+  return e && *e && std::string(e) != "0";
+}
+#define POCKET_SKIP_WHEN_EMULATED(why)                                                                    \
+  if (::pocket::test::emulated()) {                                                                      \
+    GTEST_SKIP() << "skipped under emulation (POCKET_TEST_EMULATED): " << why;                           \
+  }
+
 // A fresh, empty temporary directory removed when the object dies.
 class TempDir {
  public:

@@ -74,6 +74,9 @@ TEST(PocketMini, PromptsTokenizeAsHuggingFace) {
 // The float reference forward against transformers: tolerance 2e-3 (the
 // golden's "tolerance"; logits are O(10), both sides f32 over f16 weights).
 TEST(PocketMini, ReferenceForwardMatchesTransformers) {
+  // 1.2 s natively, over 4 minutes under qemu: the double-precision
+  // reference over a 64K vocabulary is the same code on every ISA.
+  POCKET_SKIP_WHEN_EMULATED("the float reference is ISA-independent; the release stage runs it");
   POCKET_NEED_MINI();
   const ModelFile file = open_model(mini_folder());
   ReferenceModel ref(file);
