@@ -26,6 +26,16 @@ void check_fits(const Model& m, int ctx, const char* which) {
     fail("--ctx ", ctx, " exceeds the ", which, " model's context length ", m.config().max_seq_len);
 }
 
+// KL mean, max and p99 over the scored positions and the top-1 agreement.
+void summarize_kl(std::vector<double> kls, int64_t agree, EvalResult& r) {
+  double sum = 0;
+  for (double v : kls) sum += v;
+  r.kl_mean = sum / static_cast<double>(kls.size());
+  r.kl_max = *std::max_element(kls.begin(), kls.end());
+  r.kl_p99 = quantile(std::move(kls), 0.99);
+  r.top1_agreement = static_cast<double>(agree) / static_cast<double>(r.model.count);
+}
+
 }  // namespace
 
 int plan_stride(const EvalOptions& opt) {
@@ -107,12 +117,7 @@ EvalResult evaluate(const Model& model, const Model* reference, std::span<const 
     }
   }
   if (reference && !kls.empty()) {
-    double sum = 0;
-    for (double v : kls) sum += v;
-    r.kl_mean = sum / static_cast<double>(kls.size());
-    r.kl_max = *std::max_element(kls.begin(), kls.end());
-    r.kl_p99 = quantile(std::move(kls), 0.99);
-    r.top1_agreement = static_cast<double>(agree) / static_cast<double>(r.model.count);
+    summarize_kl(std::move(kls), agree, r);
   }
   return r;
 }
@@ -176,12 +181,7 @@ EvalResult evaluate_mapped(const Model& model, const Model& reference, std::span
     }
   }
   if (!kls.empty()) {
-    double sum = 0;
-    for (double v : kls) sum += v;
-    r.kl_mean = sum / static_cast<double>(kls.size());
-    r.kl_max = *std::max_element(kls.begin(), kls.end());
-    r.kl_p99 = quantile(std::move(kls), 0.99);
-    r.top1_agreement = static_cast<double>(agree) / static_cast<double>(r.model.count);
+    summarize_kl(std::move(kls), agree, r);
     r.ref_dropped_mass_mean = dropped_sum / static_cast<double>(r.model.count);
   }
   return r;
