@@ -25,6 +25,12 @@ int32_t argmax(std::span<const float> logits) {
 }
 
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
+  auto cands = candidates(logits, history);
+  return cfg_.temperature == 0.0f ? cands[0].second : draw(cands);
+}
+
+std::span<const std::pair<float, int32_t>> Sampler::candidates(std::span<float> logits,
+                                                               std::span<const int32_t> history) {
   const int n = static_cast<int>(logits.size());
   if (cfg_.repeat_penalty != 1.0f && cfg_.repeat_last_n > 0) {
     size_t start = history.size() > static_cast<size_t>(cfg_.repeat_last_n) ? history.size() - cfg_.repeat_last_n : 0;
@@ -35,7 +41,10 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
       l = l > 0 ? l / cfg_.repeat_penalty : l * cfg_.repeat_penalty;
     }
   }
-  if (cfg_.temperature == 0.0f) return argmax(logits);
+  if (cfg_.temperature == 0.0f) {
+    cand_.assign(1, {1.0f, argmax(logits)});
+    return cand_;
+  }
 
   // Candidates sorted by logit, cut by top-k, then softmax at temperature.
   cand_.resize(n);
@@ -66,14 +75,24 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
     }
     cand_.resize(keep);
   }
+  return cand_;
+}
+
+int32_t Sampler::draw(std::span<const std::pair<float, int32_t>> cands, int32_t exclude) {
   double total = 0.0;
-  for (auto& c : cand_) total += c.first;
+  for (const auto& c : cands)
+    if (c.second != exclude) total += c.first;
   double r = std::uniform_real_distribution<double>(0.0, total)(rng_);
-  for (auto& c : cand_) {
+  int32_t last = -1;
+  for (const auto& c : cands) {
+    if (c.second == exclude) continue;
+    last = c.second;
     r -= c.first;
     if (r < 0) return c.second;
   }
-  return cand_.back().second;
+  return last >= 0 ? last : exclude;  // nothing else to draw
 }
+
+bool Sampler::chance(double p) { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < p; }
 
 }  // namespace pocket
