@@ -27,6 +27,10 @@ void BlockPlanner::record_time(int tokens, double seconds) {
   t = t == 0 ? seconds : kTimeDecay * t + (1 - kTimeDecay) * seconds;
 }
 
+void BlockPlanner::record_draft_time(double seconds) {
+  if (seconds >= 0) draft_time_ = kTimeDecay * draft_time_ + (1 - kTimeDecay) * seconds;
+}
+
 void BlockPlanner::record_acceptance(int drafted, int accepted) {
   for (int i = 0; i < drafted && i <= accepted; ++i) {
     hits_ *= kCountDecay;
@@ -57,7 +61,7 @@ int BlockPlanner::choose(int available) const {
   for (int k = 1; k <= most; ++k) {
     ak *= a;
     expected += ak;
-    const double rate = expected / cost(k + 1);
+    const double rate = expected / (draft_time_ + cost(k + 1));
     if (rate > best_rate) best = k, best_rate = rate;
   }
   return best;

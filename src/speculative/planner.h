@@ -2,7 +2,8 @@
 // the expected tokens per second, from the measured time of each verify
 // size and the measured acceptance rate. Zero (a plain decode step) when no
 // block is expected to beat one-token decoding, so speculation falls back
-// to plain decoding by itself when the drafts are poor.
+// to plain decoding by itself when the drafts are poor or drafting itself
+// costs more than it saves.
 #pragma once
 #include <vector>
 
@@ -16,8 +17,9 @@ class BlockPlanner {
 
   // Draft length to verify when `available` tokens are drafted.
   int choose(int available) const;
-  // A forward of `tokens` rows took `seconds`.
+  // A forward of `tokens` rows took `seconds`; drafting took `seconds`.
   void record_time(int tokens, double seconds);
+  void record_draft_time(double seconds);
   // Of `drafted` positions checked, the first `accepted` matched (accepted
   // < drafted means a mismatch was seen at position accepted + 1).
   void record_acceptance(int drafted, int accepted);
@@ -32,6 +34,7 @@ class BlockPlanner {
   bool adaptive_;
   double hits_ = 2.0, misses_ = 1.0;  // decayed counts of per-position outcomes
   std::vector<double> time_;          // EMA of seconds per forward size (0 = not measured)
+  double draft_time_ = 0;             // EMA of seconds per draft
 };
 
 }  // namespace pocket

@@ -85,6 +85,8 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
 
   t0 = Clock::now();
   std::vector<int32_t> draft, block;
+  constexpr int kMaxBackoff = 32;
+  int backoff = 0, skip = 0;
   int32_t next = opt.max_tokens > 0 ? sampler.sample(logits, history) : -1;
   while (next >= 0 && take(next)) {
     const int cached = static_cast<int>(session.cached_tokens().size());
@@ -99,10 +101,24 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     // Draft, then choose how much of it to verify: it must leave room for
     // the bonus token within max_tokens and fit the context.
     const int room = std::min(opt.max_tokens - static_cast<int>(r.tokens.size()) - 1, session.context_size() - cached - 1);
-    auto td = Clock::now();
-    drafter.draft(history, std::min(room, planner.draft_max()), draft);
-    st.draft_seconds += seconds_since(td);
+    // While the planner keeps choosing plain steps, drafting is skipped for
+    // a growing number of steps (then tried again), so poor drafts cost
+    // next to nothing.
+    draft.clear();
+    if (skip > 0) {
+      --skip;
+    } else {
+      auto td = Clock::now();
+      drafter.draft(history, std::min(room, planner.draft_max()), draft);
+      const double dt = seconds_since(td);
+      st.draft_seconds += dt;
+      planner.record_draft_time(dt);
+    }
     const int k = planner.choose(std::min(static_cast<int>(draft.size()), room));
+    if (!draft.empty()) {
+      backoff = k > 0 ? 0 : std::min(2 * backoff + 1, kMaxBackoff);
+      skip = backoff;
+    }
     block.assign(1, next);
     block.insert(block.end(), draft.begin(), draft.begin() + k);
 

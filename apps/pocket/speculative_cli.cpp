@@ -1,0 +1,52 @@
+#include "speculative_cli.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "speculative/drafter.h"
+#include "speculative/speculative.h"
+#include "util/error.h"
+
+namespace pocket::cli {
+
+void SpeculativeFlags::add_to(CLI::App& app) {
+  app.add_option("--draft", draft,
+                 "Speculative decoding drafter: lookup (prompt/history n-grams) or oracle (replays the model's own "
+                 "greedy output: the ceiling; runs the generation twice)")
+      ->check(CLI::IsMember({"lookup", "oracle"}));
+  app.add_option("--draft-max", draft_max, "Largest drafted block verified at once (1..32)")
+      ->check(CLI::Range(1, 32));
+  app.add_flag("--no-adaptive", no_adaptive,
+               "Always verify --draft-max drafted tokens (default: choose the block from measured cost and acceptance, "
+               "plain decoding when speculation would lose)");
+}
+
+GenerateResult SpeculativeFlags::generate(Session& session, std::span<const int32_t> input, const GenerateOptions& opt,
+                                          const std::function<bool(std::string_view)>& on_text, bool quiet) const {
+  std::unique_ptr<Drafter> drafter;
+  if (draft == "lookup") {
+    drafter = std::make_unique<LookupDrafter>();
+  } else if (draft == "oracle") {
+    if (opt.sampling.temperature != 0.0f)
+      fail_as(ErrorCode::InvalidArgument, "--draft oracle replays the greedy output: use it with --temp 0");
+    GenerateResult first = session.generate(input, opt);
+    std::vector<int32_t> seq(input.begin(), input.end());
+    seq.insert(seq.end(), first.tokens.begin(), first.tokens.end());
+    drafter = std::make_unique<ReplayDrafter>(std::move(seq));
+    session.reset();
+  } else {
+    fail_as(ErrorCode::InvalidArgument, "unknown drafter '", draft, "' (lookup, oracle)");
+  }
+  SpeculativeStats st;
+  GenerateResult r = generate_speculative(session, *drafter, input, opt, {draft_max, !no_adaptive}, on_text, &st);
+  if (!quiet)
+    std::fprintf(stderr,
+                 "\n[speculative %s: %d steps, %d verified a draft | drafted %d, accepted %d (%.0f%%), %.2f per verify | "
+                 "draft %.3f s, verify %.3f s]",
+                 drafter->name(), st.steps, st.verify_steps, st.drafted, st.accepted,
+                 st.drafted ? 100.0 * st.accepted / st.drafted : 0.0, st.mean_accepted(), st.draft_seconds,
+                 st.verify_seconds);
+  return r;
+}
+
+}  // namespace pocket::cli

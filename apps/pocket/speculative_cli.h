@@ -1,0 +1,25 @@
+// The speculative-decoding flags of `pocket run` (--draft, --draft-max,
+// --no-adaptive) and the generate call they select.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "generate/session.h"
+
+namespace pocket::cli {
+
+struct SpeculativeFlags {
+  std::string draft;       // "" = plain decoding; lookup | oracle
+  int draft_max = 16;
+  bool no_adaptive = false;
+  void add_to(CLI::App& app);
+  bool enabled() const { return !draft.empty(); }
+  // Generates with the chosen drafter and prints its statistics line to
+  // stderr unless `quiet`.
+  GenerateResult generate(Session& session, std::span<const int32_t> input, const GenerateOptions& opt,
+                          const std::function<bool(std::string_view)>& on_text, bool quiet) const;
+};
+
+}  // namespace pocket::cli
