@@ -110,6 +110,22 @@ void Session::rollback(size_t n) {
   cached_.resize(n);
 }
 
+void Session::enable_hidden_taps(std::vector<int> layers) {
+  const ModelConfig& c = model_->config();
+  for (int l : layers)
+    if (l < 0 || l >= c.n_layers) fail_as(ErrorCode::InvalidArgument, "hidden-state tap of layer ", l, " but the model has ", c.n_layers);
+  taps_.assign(static_cast<size_t>(ctx_.cache.capacity()) * layers.size() * c.dim, 0.0f);
+  ctx_.tap_layers = std::move(layers);
+  ctx_.tap_out = ctx_.tap_layers.empty() ? nullptr : taps_.data();
+  reset();
+}
+
+const float* Session::hidden_taps(int pos) const {
+  if (ctx_.tap_out == nullptr || pos < 0 || pos >= static_cast<int>(cached_.size()))
+    fail("hidden_taps: position ", pos, " is not cached or taps are off");
+  return taps_.data() + static_cast<size_t>(pos) * ctx_.tap_layers.size() * model_->config().dim;
+}
+
 GenerateResult Session::generate(std::span<const int32_t> input, const GenerateOptions& opt,
                                  const std::function<bool(std::string_view)>& on_text) {
   if (opt.max_tokens < 0) fail_as(ErrorCode::InvalidArgument, "max tokens ", opt.max_tokens, " must be >= 0");

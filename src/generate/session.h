@@ -75,6 +75,12 @@ class Session {
   std::span<float> verify(std::span<const int32_t> block);
   void rollback(size_t n);
 
+  // Keeps the hidden states after the given target layers for every cached
+  // position (DFlash drafts read them); starts over (reset()) so every
+  // cached position has them. hidden_taps(p): layers.size() x dim floats.
+  void enable_hidden_taps(std::vector<int> layers);
+  const float* hidden_taps(int pos) const;
+
   const std::vector<int32_t>& cached_tokens() const { return cached_; }
   int context_size() const { return ctx_.cache.capacity(); }
   void reset();
@@ -97,6 +103,7 @@ class Session {
   std::vector<int32_t> cached_;  // tokens whose keys/values are in ctx_.cache
   std::vector<float> logits_;
   std::vector<float> block_logits_;  // verify()'s rows
+  std::vector<float> taps_;          // enable_hidden_taps()
 };
 
 }  // namespace pocket

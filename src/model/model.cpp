@@ -184,13 +184,22 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
     if (c.post_norms) kernels::rmsnorm(out, out, post.data(), dim, c.norm_eps);
     for (int j = 0; j < dim; ++j) xi[j] += out[j];
   };
+  // Copies token i's residual stream after layer l to the taps, if tapped.
+  auto tap = [&](int l, int i) {
+    if (ctx.tap_out == nullptr) return;
+    const size_t n_taps = ctx.tap_layers.size();
+    for (size_t t = 0; t < n_taps; ++t)
+      if (ctx.tap_layers[t] == l)
+        std::copy(x + static_cast<size_t>(i) * dim, x + static_cast<size_t>(i + 1) * dim,
+                  ctx.tap_out + (static_cast<size_t>(pos0 + i) * n_taps + t) * dim);
+  };
   for (int l = 0; l < c.n_layers; ++l) {
     const Layer& L = layers_[l];
     // --- attention block (the previous layer's residual add is fused in) ---
     per_token([&](int i) {
       float* xi = x + static_cast<size_t>(i) * dim;
       float* xni = xn + static_cast<size_t>(i) * dim;
-      if (l > 0) add_block_output(xi, xni, layers_[l - 1].post_ffn_norm);
+      if (l > 0) add_block_output(xi, xni, layers_[l - 1].post_ffn_norm), tap(l - 1, i);
       kernels::rmsnorm(xni, xi, L.attn_norm.data(), dim, c.norm_eps);
     });
     const kernels::MatmulTarget qkv[] = {{L.wq, q}, {L.wk, k}, {L.wv, v}};
@@ -239,6 +248,7 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
   per_token([&](int i) {  // the last layer's residual
     add_block_output(x + static_cast<size_t>(i) * dim, xn + static_cast<size_t>(i) * dim,
                      layers_[c.n_layers - 1].post_ffn_norm);
+    tap(c.n_layers - 1, i);
   });
   ctx.cache.set_size(pos0 + n);
 
