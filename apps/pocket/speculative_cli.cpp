@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "speculative/dflash.h"
 #include "speculative/drafter.h"
 #include "speculative/speculative.h"
 #include "util/error.h"
@@ -12,8 +13,11 @@ namespace pocket::cli {
 void SpeculativeFlags::add_to(CLI::App& app) {
   app.add_option("--draft", draft,
                  "Speculative decoding drafter: lookup (prompt/history n-grams) or oracle (replays the model's own "
-                 "greedy output: the ceiling; runs the generation twice)")
-      ->check(CLI::IsMember({"lookup", "oracle"}));
+                 "greedy output: the ceiling; runs the generation twice) or dflash (a block draft from --dflash)")
+      ->check(CLI::IsMember({"lookup", "oracle", "dflash"}));
+  app.add_option("--dflash", dflash,
+                 "DFlash draft folder (z-lab format: config.json + model.safetensors) conditioned on this model's "
+                 "hidden states; implies --draft dflash");
   app.add_option("--draft-max", draft_max, "Largest drafted block verified at once (1..32)")
       ->check(CLI::Range(1, 32));
   app.add_flag("--no-adaptive", no_adaptive,
@@ -24,9 +28,16 @@ void SpeculativeFlags::add_to(CLI::App& app) {
 GenerateResult SpeculativeFlags::generate(Session& session, std::span<const int32_t> input, const GenerateOptions& opt,
                                           const std::function<bool(std::string_view)>& on_text, bool quiet) const {
   std::unique_ptr<Drafter> drafter;
-  if (draft == "lookup") {
+  const std::string kind = draft.empty() ? "dflash" : draft;
+  if (!dflash.empty() && kind != "dflash")
+    fail_as(ErrorCode::InvalidArgument, "--dflash gives a DFlash draft: use it without --draft or with --draft dflash");
+  if (kind == "dflash") {
+    if (dflash.empty()) fail_as(ErrorCode::InvalidArgument, "--draft dflash needs --dflash DIR (the draft's folder)");
+    auto d = std::make_shared<const DFlashDraft>(dflash, session.model().config());
+    drafter = std::make_unique<DFlashDrafter>(std::move(d), session);
+  } else if (kind == "lookup") {
     drafter = std::make_unique<LookupDrafter>();
-  } else if (draft == "oracle") {
+  } else if (kind == "oracle") {
     if (opt.sampling.temperature != 0.0f)
       fail_as(ErrorCode::InvalidArgument, "--draft oracle replays the greedy output: use it with --temp 0");
     GenerateResult first = session.generate(input, opt);
@@ -35,7 +46,7 @@ GenerateResult SpeculativeFlags::generate(Session& session, std::span<const int3
     drafter = std::make_unique<ReplayDrafter>(std::move(seq));
     session.reset();
   } else {
-    fail_as(ErrorCode::InvalidArgument, "unknown drafter '", draft, "' (lookup, oracle)");
+    fail_as(ErrorCode::InvalidArgument, "unknown drafter '", draft, "' (lookup, oracle, dflash)");
   }
   SpeculativeStats st;
   GenerateResult r = generate_speculative(session, *drafter, input, opt, {draft_max, !no_adaptive}, on_text, &st);

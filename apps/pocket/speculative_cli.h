@@ -1,5 +1,5 @@
-// The speculative-decoding flags of `pocket run` (--draft, --draft-max,
-// --no-adaptive) and the generate call they select.
+// The speculative-decoding flags of `pocket run` (--draft, --dflash,
+// --draft-max, --no-adaptive) and the generate call they select.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <functional>
@@ -11,11 +11,12 @@
 namespace pocket::cli {
 
 struct SpeculativeFlags {
-  std::string draft;       // "" = plain decoding; lookup | oracle
+  std::string draft;       // "" = plain decoding; lookup | oracle | dflash
+  std::string dflash;      // a DFlash draft folder (config.json + model.safetensors); implies --draft dflash
   int draft_max = 16;
   bool no_adaptive = false;
   void add_to(CLI::App& app);
-  bool enabled() const { return !draft.empty(); }
+  bool enabled() const { return !draft.empty() || !dflash.empty(); }
   // Generates with the chosen drafter and prints its statistics line to
   // stderr unless `quiet`.
   GenerateResult generate(Session& session, std::span<const int32_t> input, const GenerateOptions& opt,
