@@ -59,6 +59,7 @@ int run(const RunOptions& o) {
     input = m.tokenizer->encode(prompt, eo);
   }
   session.check_fits(input);  // before any output: an error is all the user sees
+  auto drafter = o.speculative.enabled() ? o.speculative.make_drafter(session, input, o.flags.gen) : nullptr;
   install_interrupt_handler();
   if (!o.chat) std::fputs(prompt.c_str(), stdout);  // completion mode echoes the prompt
   auto print = [](std::string_view piece) {
@@ -66,7 +67,7 @@ int run(const RunOptions& o) {
     std::fflush(stdout);
     return !interrupted();
   };
-  auto r = o.speculative.enabled() ? o.speculative.generate(session, input, o.flags.gen, print, o.flags.quiet)
+  auto r = drafter ? o.speculative.generate(session, *drafter, input, o.flags.gen, print, o.flags.quiet)
                                    : session.generate(input, o.flags.gen, print);
   std::fputs("\n", stdout);
   std::fflush(stdout);

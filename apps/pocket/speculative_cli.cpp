@@ -25,8 +25,8 @@ void SpeculativeFlags::add_to(CLI::App& app) {
                "plain decoding when speculation would lose)");
 }
 
-GenerateResult SpeculativeFlags::generate(Session& session, std::span<const int32_t> input, const GenerateOptions& opt,
-                                          const std::function<bool(std::string_view)>& on_text, bool quiet) const {
+std::unique_ptr<Drafter> SpeculativeFlags::make_drafter(Session& session, std::span<const int32_t> input,
+                                                        const GenerateOptions& opt) const {
   std::unique_ptr<Drafter> drafter;
   const std::string kind = draft.empty() ? "dflash" : draft;
   if (!dflash.empty() && kind != "dflash")
@@ -48,13 +48,19 @@ GenerateResult SpeculativeFlags::generate(Session& session, std::span<const int3
   } else {
     fail_as(ErrorCode::InvalidArgument, "unknown drafter '", draft, "' (lookup, oracle, dflash)");
   }
+  return drafter;
+}
+
+GenerateResult SpeculativeFlags::generate(Session& session, Drafter& drafter, std::span<const int32_t> input,
+                                          const GenerateOptions& opt,
+                                          const std::function<bool(std::string_view)>& on_text, bool quiet) const {
   SpeculativeStats st;
-  GenerateResult r = generate_speculative(session, *drafter, input, opt, {draft_max, !no_adaptive}, on_text, &st);
+  GenerateResult r = generate_speculative(session, drafter, input, opt, {draft_max, !no_adaptive}, on_text, &st);
   if (!quiet)
     std::fprintf(stderr,
                  "\n[speculative %s: %d steps, %d verified a draft | drafted %d, accepted %d (%.0f%%), %.2f per verify | "
                  "draft %.3f s, verify %.3f s]",
-                 drafter->name(), st.steps, st.verify_steps, st.drafted, st.accepted,
+                 drafter.name(), st.steps, st.verify_steps, st.drafted, st.accepted,
                  st.drafted ? 100.0 * st.accepted / st.drafted : 0.0, st.mean_accepted(), st.draft_seconds,
                  st.verify_seconds);
   return r;

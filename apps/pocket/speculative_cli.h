@@ -3,10 +3,12 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "generate/session.h"
+#include "speculative/drafter.h"
 
 namespace pocket::cli {
 
@@ -17,10 +19,15 @@ struct SpeculativeFlags {
   bool no_adaptive = false;
   void add_to(CLI::App& app);
   bool enabled() const { return !draft.empty() || !dflash.empty(); }
-  // Generates with the chosen drafter and prints its statistics line to
-  // stderr unless `quiet`.
-  GenerateResult generate(Session& session, std::span<const int32_t> input, const GenerateOptions& opt,
-                          const std::function<bool(std::string_view)>& on_text, bool quiet) const;
+  // The chosen drafter, made before any output so that a bad flag or draft
+  // file is the only thing printed (the oracle runs the generation once).
+  std::unique_ptr<Drafter> make_drafter(Session& session, std::span<const int32_t> input,
+                                        const GenerateOptions& opt) const;
+  // Generates with `drafter` and prints its statistics line to stderr
+  // unless `quiet`.
+  GenerateResult generate(Session& session, Drafter& drafter, std::span<const int32_t> input,
+                          const GenerateOptions& opt, const std::function<bool(std::string_view)>& on_text,
+                          bool quiet) const;
 };
 
 }  // namespace pocket::cli
