@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "generate/sampler.h"
 #include "kernels/kernels.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -181,8 +182,9 @@ void DFlashDrafter::extend_context(std::span<const int32_t> history, int upto) {
   ctx_len_ = upto;
 }
 
-const std::vector<float>& DFlashDrafter::block_logits(std::span<const int32_t> history) {
+const std::vector<float>& DFlashDrafter::block_logits(std::span<const int32_t> history, int rows) {
   const DFlashConfig& c = draft_->config();
+  if (rows < 0 || rows > c.block_size - 1) rows = c.block_size - 1;
   if (history.empty()) fail("DFlash draft: empty history");
   const int a = static_cast<int>(history.size()) - 1;  // the anchor's position
   if (static_cast<int>(session_.cached_tokens().size()) < a ||
@@ -249,25 +251,22 @@ const std::vector<float>& DFlashDrafter::block_logits(std::span<const int32_t> h
     kernels::matmul(*L.down, gate_.data(), B, x_.data(), &pool);
     for (size_t j = 0; j < h_.size(); ++j) h_[j] += x_[j];
   }
-  // Rows 1..B-1 through the final norm and the target's head.
-  for (int i = 1; i < B; ++i)
+  // Rows 1..rows through the final norm and the target's head.
+  for (int i = 1; i <= rows; ++i)
     kernels::rmsnorm(&x_[static_cast<size_t>(i - 1) * H], &h_[static_cast<size_t>(i) * H], draft_->norm().data(), H, c.eps);
   const int V = session_.model().config().vocab_size;
-  logits_.resize(static_cast<size_t>(B - 1) * V);
-  kernels::matmul(*output_, x_.data(), B - 1, logits_.data(), &pool);
+  logits_.resize(static_cast<size_t>(rows) * V);
+  if (rows > 0) kernels::matmul(*output_, x_.data(), rows, logits_.data(), &pool);
   return logits_;
 }
 
 void DFlashDrafter::draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) {
   out.clear();
   if (max <= 0 || history.empty()) return;
-  const auto& logits = block_logits(history);
-  const int V = session_.model().config().vocab_size;
   const int n = std::min(max, draft_->config().block_size - 1);
-  for (int i = 0; i < n; ++i) {
-    const float* row = &logits[static_cast<size_t>(i) * V];
-    out.push_back(static_cast<int32_t>(std::max_element(row, row + V) - row));
-  }
+  const auto& logits = block_logits(history, n);  // only the rows that are drafted go through the head
+  const size_t V = static_cast<size_t>(session_.model().config().vocab_size);
+  for (int i = 0; i < n; ++i) out.push_back(argmax(std::span<const float>(logits).subspan(static_cast<size_t>(i) * V, V)));
 }
 
 }  // namespace pocket

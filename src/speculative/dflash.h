@@ -58,9 +58,10 @@ class DFlashDrafter : public Drafter {
   DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, Session& session);
   const char* name() const override { return "dflash"; }
   void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) override;
-  // The draft's logits for block positions 1..B-1 after `history` (whose
-  // last token is the anchor, not yet run by the target): (B-1) x vocab.
-  const std::vector<float>& block_logits(std::span<const int32_t> history);
+  // The draft's logits for block positions 1..rows (all B-1 when rows < 0)
+  // after `history` (whose last token is the anchor, not yet run by the
+  // target): rows x vocab.
+  const std::vector<float>& block_logits(std::span<const int32_t> history, int rows = -1);
 
  private:
   void extend_context(std::span<const int32_t> history, int upto);
