@@ -28,7 +28,7 @@ void BlockPlanner::record_time(int tokens, double seconds) {
 }
 
 void BlockPlanner::record_draft_time(double seconds) {
-  if (seconds >= 0) draft_time_ = kTimeDecay * draft_time_ + (1 - kTimeDecay) * seconds;
+  if (seconds >= 0) draft_time_ = draft_time_ == 0 ? seconds : kTimeDecay * draft_time_ + (1 - kTimeDecay) * seconds;
 }
 
 void BlockPlanner::record_acceptance(int drafted, int accepted) {
@@ -47,6 +47,11 @@ double BlockPlanner::cost(int n) const {
       if (m >= 1 && m < static_cast<int>(time_.size()) && time_[static_cast<size_t>(m)] > 0)
         return time_[static_cast<size_t>(m)] * prior(n) / prior(m);
   return prior(n);
+}
+
+int BlockPlanner::steps_to_skip(double share) const {
+  const double steps = draft_time_ / (share * cost(1));
+  return steps >= 512 ? 512 : static_cast<int>(steps);
 }
 
 int BlockPlanner::choose(int available) const {

@@ -28,6 +28,11 @@ class BlockPlanner {
   // Estimated seconds of a forward over n tokens (n >= 1).
   double cost(int n) const;
   int draft_max() const { return draft_max_; }
+  // Plain steps to take without drafting after the planner chose a plain
+  // step, so that failed drafting costs at most about `share` of the decode
+  // time: the measured draft time over share x one decode step (0 when
+  // drafting is free, at most 512).
+  int steps_to_skip(double share = 0.05) const;
 
  private:
   int draft_max_;

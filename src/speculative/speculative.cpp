@@ -102,8 +102,9 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     // the bonus token within max_tokens and fit the context.
     const int room = std::min(opt.max_tokens - static_cast<int>(r.tokens.size()) - 1, session.context_size() - cached - 1);
     // While the planner keeps choosing plain steps, drafting is skipped for
-    // a growing number of steps (then tried again), so poor drafts cost
-    // next to nothing.
+    // a growing number of steps (then tried again), and for at least as many
+    // steps as keep a costly drafter's failed drafts near 5% of the decode
+    // time, so poor drafts cost next to nothing.
     draft.clear();
     if (skip > 0) {
       --skip;
@@ -117,7 +118,7 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     const int k = planner.choose(std::min(static_cast<int>(draft.size()), room));
     if (!draft.empty()) {
       backoff = k > 0 ? 0 : std::min(2 * backoff + 1, kMaxBackoff);
-      skip = backoff;
+      skip = k > 0 ? 0 : std::max(backoff, planner.steps_to_skip());
     }
     block.assign(1, next);
     block.insert(block.end(), draft.begin(), draft.begin() + k);

@@ -258,6 +258,15 @@ TEST(Speculative, PlannerFallsBackToPlainWhenDraftsFailAndGrowsBlocksWhenTheyHit
   for (int n = 1; n <= 17; ++n) slow.record_time(n, static_cast<double>(n));  // verify costs k decode steps
   for (int i = 0; i < 40; ++i) slow.record_acceptance(8, 6);
   EXPECT_EQ(slow.choose(16), 0) << "no block can beat decoding when a verify costs k steps and some drafts fail";
+  // A drafter that costs 4 decode steps: after a plain choice, drafting
+  // pauses for 4 / 5% = 80 steps; a free one (lookup) pauses for none.
+  BlockPlanner costly(16, true);
+  for (int n = 1; n <= 17; ++n) costly.record_time(n, 1.0);
+  EXPECT_EQ(costly.steps_to_skip(), 0);
+  for (int i = 0; i < 200; ++i) costly.record_draft_time(4.0);
+  EXPECT_NEAR(costly.steps_to_skip(), 80, 1);
+  for (int i = 0; i < 200; ++i) costly.record_draft_time(1e3);
+  EXPECT_EQ(costly.steps_to_skip(), 512);
   EXPECT_THROW(BlockPlanner(0, true), Error);
   EXPECT_THROW(BlockPlanner(33, true), Error);
 }
