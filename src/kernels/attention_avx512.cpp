@@ -53,13 +53,7 @@ struct AttentionOpsAvx512 {
                                _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[j][p]), 1)));
         const __m256 r8 = _mm256_hadd_ps(_mm256_hadd_ps(h[0], h[1]), _mm256_hadd_ps(h[2], h[3]));
         const __m128 r = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1)), vscale);
-        if (valid == 4) {
-          _mm_storeu_ps(s[j] + t0 + t, r);
-        } else {
-          alignas(16) float tmp[4];
-          _mm_store_ps(tmp, r);
-          std::copy(tmp, tmp + valid, s[j] + t0 + t);
-        }
+        store_lanes(s[j] + t0 + t, r, valid);
       }
     }
   }

@@ -126,13 +126,7 @@ struct AttentionOpsAvx2 {
         // lane p of each 128-bit half.
         const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(acc[j][0], acc[j][1]), _mm256_hadd_ps(acc[j][2], acc[j][3]));
         const __m128 r = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)), vscale);
-        if (valid == 4) {
-          _mm_storeu_ps(s[j] + t0 + t, r);
-        } else {
-          alignas(16) float tmp[4];
-          _mm_store_ps(tmp, r);
-          std::copy(tmp, tmp + valid, s[j] + t0 + t);
-        }
+        store_lanes(s[j] + t0 + t, r, valid);
       }
     }
   }
