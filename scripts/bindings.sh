@@ -14,19 +14,10 @@ source "$root/scripts/lib.sh"
 build="${1:-$root/build/release}"
 venv="$root/build/bindings-venv"
 req="$root/bindings/python/requirements-test.txt"
-py=/usr/bin/python3
-[[ -x "$py" ]] || py="$(command -v python3)"
-
-stamp="$venv/.requirements"
-if ! cmp -s "$req" "$stamp" 2>/dev/null; then
-  rm -rf "$venv"
-  if ! "$py" -m venv "$venv" || ! "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"; then
-    echo "bindings: SKIPPED: could not install bindings/python/requirements-test.txt from PyPI (no network?);"
-    echo "bindings: the Java binding and the C API were still tested in the release stage"
-    rm -rf "$venv"
-    exit 0
-  fi
-  cp "$req" "$stamp"
+if ! pinned_venv "$venv" "$req"; then
+  echo "bindings: SKIPPED: could not install bindings/python/requirements-test.txt from PyPI (no network?);"
+  echo "bindings: the Java binding and the C API were still tested in the release stage"
+  exit 0
 fi
 
 prefix="$root/build/bindings-prefix"

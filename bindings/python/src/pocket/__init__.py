@@ -21,7 +21,7 @@ import os
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Literal, Mapping, Optional, Sequence, Union, overload
+from typing import Any, Callable, Iterator, Literal, Mapping, Optional, Sequence, TypeVar, Union, overload
 
 from . import _core
 from ._errors import (
@@ -109,7 +109,35 @@ class _Handle:
             self._close(value)
 
 
-class Model:
+_Self = TypeVar("_Self", bound="_Closable")
+
+
+class _Closable:
+    """close(), closed, context manager and close-on-collect for the owner of a _Handle."""
+
+    _handle: _Handle
+
+    @property
+    def closed(self) -> bool:
+        return self._handle.closed
+
+    def close(self) -> None:
+        """Closes the handle; a second close does nothing."""
+        self._handle.close()
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        handle = getattr(self, "_handle", None)
+        if handle is not None:
+            handle.close()
+
+
+class Model(_Closable):
     """A model file opened once: GGUF, Pocket file, Hugging Face folder or llama2.c checkpoint.
 
     ``tokenizer``: the tokenizer.bin of a llama2.c checkpoint (default: found beside it).
@@ -151,33 +179,15 @@ class Model:
     def info(self) -> ModelInfo:
         return ModelInfo(*_core.model_info(self._handle.get()))
 
-    @property
-    def closed(self) -> bool:
-        return self._handle.closed
-
-    def close(self) -> None:
-        """Closes the handle (sessions keep working; the weights go with the last one). Idempotent."""
-        self._handle.close()
-
-    def __enter__(self) -> Model:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        handle = getattr(self, "_handle", None)
-        if handle is not None:
-            handle.close()
-
     def __repr__(self) -> str:
         return f"pocket.Model({self.path!r}{', closed' if self.closed else ''})"
 
 
-class Session:
+class Session(_Closable):
     """One conversation on a Model. One generate/chat at a time (a second concurrent call raises
     BusyError); cancel() and close() work from any thread and stop a running call within one
-    decode step (stop_reason "cancelled")."""
+    decode step (stop_reason "cancelled"). Closing a model keeps its sessions working (the weights
+    go with the last one)."""
 
     def __init__(self, model: Model, handle: int, system_prompt: Optional[str]) -> None:
         self.model = model
@@ -246,8 +256,10 @@ class Session:
 
     def cancel(self) -> None:
         """Stops the generate/chat running on this session (from any thread); nothing if none runs."""
-        if not self._handle.closed:
+        try:
             _core.session_cancel(self._handle.get())
+        except ClosedError:
+            pass  # closed (perhaps meanwhile): nothing to stop
 
     def reset(self) -> None:
         """Forgets the conversation and its KV cache."""
@@ -265,25 +277,6 @@ class Session:
     @property
     def context_size(self) -> int:
         return _core.session_context_size(self._handle.get())
-
-    @property
-    def closed(self) -> bool:
-        return self._handle.closed
-
-    def close(self) -> None:
-        """Closes the session (cancelling a call running on it). Idempotent."""
-        self._handle.close()
-
-    def __enter__(self) -> Session:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        handle = getattr(self, "_handle", None)
-        if handle is not None:
-            handle.close()
 
     # ---- internals ----------------------------------------------------------
 

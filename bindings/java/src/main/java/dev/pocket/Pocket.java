@@ -1,7 +1,6 @@
 package dev.pocket;
 
 import java.nio.charset.StandardCharsets;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A model opened once (weights memory-mapped) and shared by any number of
@@ -17,10 +16,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * closes. Failures throw {@link PocketException} with the library's message.
  */
 public final class Pocket implements AutoCloseable {
-  private final AtomicLong handle;
+  private final NativeHandle handle;
 
   private Pocket(long handle) {
-    this.handle = new AtomicLong(handle);
+    this.handle = new NativeHandle(handle, "model");
   }
 
   /** Opens a GGUF, Pocket, Hugging Face or llama2.c model. */
@@ -92,14 +91,11 @@ public final class Pocket implements AutoCloseable {
   /** Closes the handle; a second close does nothing. */
   @Override
   public void close() {
-    long h = handle.getAndSet(0);
-    if (h != 0) NativeLib.modelClose(h);
+    handle.close(NativeLib::modelClose);
   }
 
   private long handle() {
-    long h = handle.get();
-    if (h == 0) throw new IllegalStateException("pocket: the model is closed");
-    return h;
+    return handle.get();
   }
 
   // UTF-8 with a terminating NUL, for the C API's C strings.

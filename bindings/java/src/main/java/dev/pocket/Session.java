@@ -1,7 +1,6 @@
 package dev.pocket;
 
 import java.nio.charset.StandardCharsets;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * One conversation on a {@link Pocket} model: its own KV cache, so earlier
@@ -12,11 +11,11 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class Session implements AutoCloseable {
   private static final GenerateOptions DEFAULTS = new GenerateOptions();
-  private final AtomicLong handle;
+  private final NativeHandle handle;
   private volatile Stats lastStats;
 
   Session(long handle) {
-    this.handle = new AtomicLong(handle);
+    this.handle = new NativeHandle(handle, "session");
   }
 
   /** Continues {@code prompt} as plain text (no chat template) and returns the generated text. */
@@ -25,12 +24,7 @@ public final class Session implements AutoCloseable {
   }
 
   public String generate(String prompt, GenerateOptions options) {
-    StringBuilder out = new StringBuilder();
-    run(false, prompt, options, piece -> {
-      out.append(piece);
-      return true;
-    });
-    return out.toString();
+    return collect(false, prompt, options);
   }
 
   /** Streams the continuation of {@code prompt} to {@code callback}; returns the call's statistics. */
@@ -44,12 +38,7 @@ public final class Session implements AutoCloseable {
   }
 
   public String chat(String message, GenerateOptions options) {
-    StringBuilder out = new StringBuilder();
-    run(true, message, options, piece -> {
-      out.append(piece);
-      return true;
-    });
-    return out.toString();
+    return collect(true, message, options);
   }
 
   /** Streams the reply to one user message; returns the call's statistics. */
@@ -64,8 +53,13 @@ public final class Session implements AutoCloseable {
 
   /** Stops the generate/chat call running on this session, from any thread; does nothing when none runs. */
   public void cancel() {
-    long h = handle.get();
-    if (h != 0) NativeLib.sessionCancel(h);
+    long h = handle.peek();
+    if (h == 0) return;
+    try {
+      NativeLib.sessionCancel(h);
+    } catch (PocketException e) {
+      if (e.status() != PocketException.Status.INVALID_HANDLE) throw e;  // closed meanwhile: nothing to stop
+    }
   }
 
   /** Forgets the conversation and its KV cache. */
@@ -90,14 +84,20 @@ public final class Session implements AutoCloseable {
   /** Closes the session (cancelling a call running on it); a second close does nothing. */
   @Override
   public void close() {
-    long h = handle.getAndSet(0);
-    if (h != 0) NativeLib.sessionClose(h);
+    handle.close(NativeLib::sessionClose);
   }
 
   private long handle() {
-    long h = handle.get();
-    if (h == 0) throw new IllegalStateException("pocket: the session is closed");
-    return h;
+    return handle.get();
+  }
+
+  private String collect(boolean chat, String text, GenerateOptions o) {
+    StringBuilder out = new StringBuilder();
+    run(chat, text, o, piece -> {
+      out.append(piece);
+      return true;
+    });
+    return out.toString();
   }
 
   private Stats run(boolean chat, String text, GenerateOptions o, TextCallback callback) {
