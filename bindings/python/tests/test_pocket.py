@@ -45,6 +45,18 @@ def test_generate_is_greedy_deterministic_with_stats(model):
         assert s.generate("Once upon a time", max_tokens=24, **GREEDY) == a
 
 
+def test_sampling_options_reach_the_library(model):
+    with model.session() as s:
+        def run(**o):
+            return s.generate("Once upon a time", max_tokens=40, ignore_eos=True, **o)
+
+        sampled = run(temperature=0.9, seed=5, min_p=0)
+        assert run(temperature=0.9, seed=5, min_p=0) == sampled  # the seed makes it repeatable
+        assert run(temperature=0.9, seed=6, min_p=0) != sampled  # and is passed on
+        assert run(temperature=0.9, seed=5, min_p=0, top_k=2) != sampled
+        assert run(temperature=1.0, seed=5, top_k=1) == run(temperature=0)  # top_k 1 is greedy
+
+
 def test_stream_yields_the_pieces_of_the_same_text(model):
     with model.session() as s:
         whole = s.generate("One day", max_tokens=32, **GREEDY)

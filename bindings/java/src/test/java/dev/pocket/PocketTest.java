@@ -41,6 +41,7 @@ public final class PocketTest {
     Map<String, Body> tests = new LinkedHashMap<>();
     tests.put("versions", PocketTest::versions);
     tests.put("opensAndGeneratesGreedyDeterministically", PocketTest::generates);
+    tests.put("samplingOptionsReachTheLibrary", PocketTest::sampling);
     tests.put("streamedPiecesJoinToTheReturnedText", PocketTest::streams);
     tests.put("stopStringEndsTheTextBeforeIt", PocketTest::stopString);
     tests.put("callbackReturningFalseStops", PocketTest::callbackStops);
@@ -96,6 +97,18 @@ public final class PocketTest {
       equal(a, s.generate("Once upon a time", greedy(24)), "greedy text after reset");
       // What the model generated is what its tokens say.
       check(a.length() > 10, "short text: " + a);
+    }
+  }
+
+  static void sampling() {
+    try (Session s = model.newSession()) {
+      GenerateOptions base = new GenerateOptions().maxTokens(40).ignoreEos(true).temperature(0.9f).minP(0f);
+      String sampled = s.generate("Once upon a time", base.seed(5));
+      equal(sampled, s.generate("Once upon a time", base.seed(5)), "same seed");
+      check(!sampled.equals(s.generate("Once upon a time", base.seed(6))), "the seed is not passed on");
+      check(!sampled.equals(s.generate("Once upon a time", base.seed(5).topK(2))), "top_k is not passed on");
+      equal(s.generate("Once upon a time", greedy(40)),
+            s.generate("Once upon a time", greedy(40).temperature(1f).topK(1).seed(9)), "top_k 1 is greedy");
     }
   }
 
