@@ -83,10 +83,29 @@ int on_progress(float progress, void* user_data) {
   return cb->call_with(nb::float_(progress)) ? 0 : 1;
 }
 
-uintptr_t model_open(const std::string& path, std::optional<std::string> tokenizer, nb::object progress) {
+// The model's log callback: `user_data` is the Python callable, borrowed; the
+// caller (pocket.Model, referenced by each of its sessions) keeps it alive
+// as long as the model or any session on it can log. An exception it raises
+// is reported as unraisable (logging must not change what a call does).
+void on_log(int level, const char* message, void* user_data) {
+  nb::gil_scoped_acquire gil;
+  try {
+    nb::handle(static_cast<PyObject*>(user_data))(level, nb::str(message));
+  } catch (nb::python_error& e) {
+    e.discard_as_unraisable("pocket: the on_log callback");
+  }
+}
+
+uintptr_t model_open(const std::string& path, std::optional<std::string> tokenizer, nb::object progress,
+                     nb::object log, int32_t log_level) {
   pocket_model_options opt;
   pocket_model_options_init(&opt);
   opt.tokenizer_path = tokenizer ? tokenizer->c_str() : nullptr;
+  opt.log_level = log_level;
+  if (!log.is_none()) {
+    opt.on_log = on_log;
+    opt.log_user_data = log.ptr();
+  }
   PyCallback cb{progress, {}, {}};
   if (!progress.is_none()) {
     opt.on_progress = on_progress;
@@ -236,7 +255,8 @@ NB_MODULE(_core, m) {
   m.def("abi_version", [] { return pocket_abi_version(); });
   m.def("status_name", [](int status) { return std::string(pocket_status_name(status)); });
   m.def("stop_reason_name", [](int reason) { return std::string(pocket_stop_reason_name(reason)); });
-  m.def("model_open", &model_open, nb::arg("path"), nb::arg("tokenizer").none(), nb::arg("on_progress").none());
+  m.def("model_open", &model_open, nb::arg("path"), nb::arg("tokenizer").none(), nb::arg("on_progress").none(),
+        nb::arg("on_log").none(), nb::arg("log_level"));
   m.def("model_close", [](uintptr_t model) { check(pocket_model_close(as_model(model))); });
   m.def("model_info", &model_info);
   m.def("tokenize", &tokenize, nb::arg("model"), nb::arg("text"), nb::arg("special"));

@@ -274,6 +274,23 @@ def test_load_progress_rises_to_one_and_can_cancel():
         pocket.Model(MODEL, on_progress=lambda p: False)
 
 
+def test_log_callback_hears_loads_and_failures():
+    lines = []
+    m = pocket.Model(MODEL, on_log=lambda level, msg: lines.append((level, msg)), log_level="debug")
+    assert ("info", "loaded " + MODEL) in [(lv, msg[: len("loaded ") + len(MODEL)]) for lv, msg in lines]
+    with m.session() as s:
+        m.close()  # the sessions keep the callback alive
+        with pytest.raises(ValueError):
+            s.generate("x", top_k=-5)
+    assert any(lv == "error" and "top-k -5" in msg for lv, msg in lines), lines
+    quiet = []
+    with pocket.Model(MODEL, on_log=lambda level, msg: quiet.append(msg), log_level="error"):
+        pass
+    assert quiet == []
+    with pytest.raises(ValueError, match="log_level"):
+        pocket.Model(MODEL, log_level="loud")
+
+
 def test_the_docs_example_runs():
     # docs/embedding.md's Python example is this file (tests/test_docs.py checks the copy).
     r = subprocess.run([sys.executable, str(ROOT / "bindings/python/examples/example.py"), MODEL],

@@ -45,6 +45,7 @@ __all__ = [
 
 Message = Mapping[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
 
+_LOG_LEVELS = ("debug", "info", "warning", "error")  # pocket_log_level's order
 _STOP_REASONS = ("none", "eos", "stop_string", "max_tokens", "context_full", "callback", "cancelled")
 
 
@@ -142,13 +143,23 @@ class Model(_Closable):
 
     ``tokenizer``: the tokenizer.bin of a llama2.c checkpoint (default: found beside it).
     ``on_progress(fraction)``: called while loading; return False to stop (raises CancelledError).
+    ``on_log(level, message)``: this model's log messages at ``log_level`` ("debug", "info",
+    "warning", "error") and above: what was loaded, notes, failures; called on the thread whose
+    call logs, never concurrently for one model.
     """
 
     def __init__(self, path: Union[str, os.PathLike[str]], *, tokenizer: Optional[str] = None,
-                 on_progress: Optional[Callable[[float], Optional[bool]]] = None) -> None:
+                 on_progress: Optional[Callable[[float], Optional[bool]]] = None,
+                 on_log: Optional[Callable[[str, str], Any]] = None, log_level: str = "info") -> None:
         self.path = os.fspath(path)
+        if log_level not in _LOG_LEVELS:
+            raise InvalidArgumentError(f"pocket: log_level {log_level!r} is not one of {', '.join(_LOG_LEVELS)}",
+                                       "POCKET_ERR_INVALID_ARGUMENT")
+        # Kept for as long as this object lives; every Session references its Model, so the
+        # callable outlives every call that can log.
+        self._on_log = None if on_log is None else (lambda level, message: on_log(_LOG_LEVELS[level], message))
         try:
-            handle = _core.model_open(self.path, tokenizer, on_progress)
+            handle = _core.model_open(self.path, tokenizer, on_progress, self._on_log, _LOG_LEVELS.index(log_level))
         except ModelError as e:
             if not os.path.exists(self.path):
                 err = ModelNotFoundError(str(e), e.status)
