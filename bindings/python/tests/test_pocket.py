@@ -80,6 +80,26 @@ def test_closing_a_stream_early_cancels_it_and_the_session_stays_usable(model):
         assert s.generate("Once", max_tokens=4, **GREEDY)
 
 
+def test_a_second_call_while_one_runs_is_busy(model):
+    with model.session() as s:
+        inside, release = threading.Event(), threading.Event()
+
+        def hold(piece):  # keeps the first call inside the library until released
+            inside.set()
+            release.wait(30)
+
+        t = threading.Thread(target=lambda: s.generate("Once upon a time", max_tokens=4, on_text=hold, **GREEDY))
+        t.start()
+        try:
+            assert inside.wait(30)
+            with pytest.raises(pocket.BusyError) as e:
+                s.generate("x", max_tokens=2)
+            assert isinstance(e.value, RuntimeError) and e.value.status == "POCKET_ERR_BUSY"
+        finally:
+            release.set()
+            t.join()
+
+
 def test_stop_strings_end_the_text_before_them(model):
     with model.session() as s:
         whole = s.generate("Once upon a time", max_tokens=48, **GREEDY)
