@@ -135,6 +135,8 @@ def test_tokenize_detokenize_round_trip(model):
     assert 3 < len(ids) < len(text)
     assert model.detokenize(ids) in (text, " " + text)
     assert model.tokenize("") == []
+    uni = "h\u00e9llo \U0001F600 world \u4e2d\u6587"  # byte fallback: every character survives
+    assert model.detokenize(model.tokenize(uni)) in (uni, " " + uni)
     with pytest.raises(ValueError, match="vocabulary|id"):
         model.detokenize([model.info.vocab_size + 5])
 
@@ -237,6 +239,21 @@ def test_close_twice_and_use_after_close(model):
     with pytest.raises(pocket.ClosedError):
         m.session()
     s.cancel()  # harmless
+
+
+def test_closing_the_session_from_its_own_callback_stops_the_call(model):
+    s = model.session()
+    seen = []
+
+    def close_at_three(piece):
+        seen.append(piece)
+        if len(seen) == 3:
+            s.close()
+
+    s.generate("Once upon a time", max_tokens=64, on_text=close_at_three, **GREEDY)
+    assert s.closed and s.stats.stop_reason == "cancelled" and len(seen) <= 4
+    with pytest.raises(pocket.ClosedError):
+        s.generate("x")
 
 
 def test_a_session_outlives_its_model_handle():

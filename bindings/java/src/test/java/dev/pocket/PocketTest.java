@@ -207,6 +207,10 @@ public final class PocketTest {
     String back = model.detokenize(ids);
     check(back.equals(text) || back.equals(" " + text), "round trip: '" + back + "'");
     equal(0, model.tokenize("").length, "empty text");
+    // Characters outside the BMP cross JNI as UTF-8 bytes (JNI's "modified UTF-8" would mangle them).
+    String uni = "h\u00e9llo \uD83D\uDE00 world \u4E2D\u6587";
+    String uniBack = model.detokenize(model.tokenize(uni));
+    check(uniBack.equals(uni) || uniBack.equals(" " + uni), "round trip of " + uni + ": '" + uniBack + "'");
     try {
       model.detokenize(new int[] {model.info().vocabSize + 5});
       throw new AssertionError("an id outside the vocabulary was accepted");
