@@ -84,8 +84,22 @@ JNIEXPORT jint JNICALL Java_dev_pocket_NativeLib_abiVersion(JNIEnv* env, jclass 
 
 /* ---- models ------------------------------------------------------------ */
 
+struct progress {
+  JNIEnv* env;
+  jobject target; /* dev.pocket.ProgressCallback */
+  jmethodID on_progress;
+};
+
+/* Loading progress, on the thread that opens the model: false or an exception stops loading. */
+static int on_progress(float fraction, void* user_data) {
+  struct progress* p = (struct progress*)user_data;
+  const jboolean keep_going = (*p->env)->CallBooleanMethod(p->env, p->target, p->on_progress, (jfloat)fraction);
+  if ((*p->env)->ExceptionCheck(p->env)) return 1;
+  return keep_going ? 0 : 1;
+}
+
 JNIEXPORT jlong JNICALL Java_dev_pocket_NativeLib_modelOpen(JNIEnv* env, jclass cls, jbyteArray path,
-                                                            jbyteArray tokenizer_path) {
+                                                            jbyteArray tokenizer_path, jobject progress) {
   size_t n = 0, tn = 0;
   char* p = copy_bytes(env, path, &n);
   if (p == NULL) return 0;
@@ -97,11 +111,17 @@ JNIEXPORT jlong JNICALL Java_dev_pocket_NativeLib_modelOpen(JNIEnv* env, jclass 
   pocket_model_options opt;
   pocket_model_options_init(&opt);
   opt.tokenizer_path = tp;
+  struct progress pr = {env, progress, NULL};
+  if (progress != NULL) {
+    pr.on_progress = (*env)->GetMethodID(env, (*env)->GetObjectClass(env, progress), "onProgress", "(F)Z");
+    opt.on_progress = pr.on_progress != NULL ? on_progress : NULL;
+    opt.progress_user_data = &pr;
+  }
   pocket_model* model = NULL;
-  const pocket_status st = pocket_model_open(p, &opt, &model);
+  const pocket_status st = (*env)->ExceptionCheck(env) ? POCKET_ERR_FAILED : pocket_model_open(p, &opt, &model);
   free(p);
   free(tp);
-  if (st != POCKET_OK) return throw_status(env, st);
+  if (st != POCKET_OK) return throw_status(env, st); /* a pending Java exception wins */
   return (jlong)(uintptr_t)model;
 }
 

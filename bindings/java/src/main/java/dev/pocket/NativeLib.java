@@ -17,7 +17,7 @@ final class NativeLib {
   static native byte[] version();
   static native int abiVersion();
 
-  static native long modelOpen(byte[] path, byte[] tokenizerPath);
+  static native long modelOpen(byte[] path, byte[] tokenizerPath, ProgressCallback progress);
   static native void modelClose(long model);
   static native byte[] modelInfo(long model, int[] info);
   static native int[] tokenize(long model, byte[] text, boolean special);

@@ -29,8 +29,14 @@ public final class Pocket implements AutoCloseable {
 
   /** As {@link #open(String)}, with the tokenizer file of a llama2.c checkpoint (null = found beside it). */
   public static Pocket open(String path, String tokenizerPath) {
+    return open(path, tokenizerPath, null);
+  }
+
+  /** As {@link #open(String, String)}, reporting loading progress (null = none). */
+  public static Pocket open(String path, String tokenizerPath, ProgressCallback progress) {
     if (path == null) throw new NullPointerException("path");
-    return new Pocket(NativeLib.modelOpen(cString(path), tokenizerPath == null ? null : cString(tokenizerPath)));
+    return new Pocket(NativeLib.modelOpen(cString(path), tokenizerPath == null ? null : cString(tokenizerPath),
+                                          progress));
   }
 
   /** The library's version, "MAJOR.MINOR.PATCH". */

@@ -52,6 +52,7 @@ public final class PocketTest {
     tests.put("chatReusesEarlierTurns", PocketTest::chat);
     tests.put("closeTwiceIsHarmlessAndUseAfterCloseThrows", PocketTest::closeTwice);
     tests.put("sessionOutlivesItsModelHandle", PocketTest::outlives);
+    tests.put("loadProgressRisesToOneAndCanStop", PocketTest::progress);
     tests.put("badPathThrowsWithTheMessage", PocketTest::badPath);
     tests.put("badOptionsThrowInvalidArgument", PocketTest::badOptions);
     if (args.length > 1) tests.put("exampleRuns", () -> runExample(args[1]));
@@ -272,6 +273,28 @@ public final class PocketTest {
     try (Session s = m.newSession()) {
       m.close();
       equal(4, s.generate("Once", greedy(4), p -> true).generatedTokens, "generated after the model closed");
+    }
+  }
+
+  static void progress() {
+    List<Float> seen = new ArrayList<>();
+    Pocket.open(modelPath, null, f -> seen.add(f)).close();
+    check(!seen.isEmpty() && seen.get(seen.size() - 1) == 1.0f, "progress " + seen);
+    for (int i = 1; i < seen.size(); i++) check(seen.get(i) >= seen.get(i - 1), "progress falls: " + seen);
+    try {
+      Pocket.open(modelPath, null, f -> false);
+      throw new AssertionError("loading did not stop");
+    } catch (PocketException e) {
+      equal(PocketException.Status.CANCELLED, e.status(), "status");
+    }
+    IllegalStateException mine = new IllegalStateException("from the callback");
+    try {
+      Pocket.open(modelPath, null, f -> {
+        throw mine;
+      });
+      throw new AssertionError("loading did not stop");
+    } catch (IllegalStateException e) {
+      check(e == mine, "not the callback's exception: " + e);
     }
   }
 
