@@ -54,6 +54,13 @@ DFlashDraft::DFlashDraft(const std::string& dir, const ModelConfig& target)
   c.block_size = get_int(j, "block_size", where);
   if (j.contains("rms_norm_eps") && j["rms_norm_eps"].is_number()) c.eps = j["rms_norm_eps"].get<float>();
   if (j.contains("rope_theta") && j["rope_theta"].is_number()) c.rope_theta = j["rope_theta"].get<float>();
+  // Settings this reader would otherwise ignore and get wrong: refuse them.
+  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
+    fail(where, ": config.json sets rope_scaling, which Pocket's DFlash drafts do not support");
+  if (j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() && j["use_sliding_window"].get<bool>())
+    fail(where, ": config.json enables sliding-window attention, which Pocket's DFlash drafts do not support");
+  if (target.arch == Arch::Gemma3)
+    fail(where, ": DFlash drafts run on Qwen3, Qwen2 and Llama targets, not Gemma 3 (its norms and embedding scale differ)");
   if (!j.contains("dflash_config") || !j["dflash_config"].is_object()) fail(where, ": config.json has no \"dflash_config\"");
   const json& d = j["dflash_config"];
   c.mask_token_id = get_int(d, "mask_token_id", where);

@@ -360,6 +360,23 @@ TEST(DFlash, BadDraftFilesGetOneClearError) {
   Draft far(c.dim);
   far.taps = {0, c.n_layers};
   expect_error(far, "", "", c.dim, "is not a layer of the target");
+  {
+    test::TempDir dir;
+    d.write(dir.path(), c.dim);
+    std::string cfg = d.config_json(c.dim);
+    cfg.insert(1, "\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0}, ");
+    std::ofstream(dir.file("config.json")) << cfg;
+    EXPECT_THROW(
+        {
+          try {
+            DFlashDraft x(dir.path(), c);
+          } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("rope_scaling"), std::string::npos) << e.what();
+            throw;
+          }
+        },
+        Error);
+  }
   Draft mask(c.dim);
   mask.mask = c.vocab_size;
   expect_error(mask, "", "", c.dim, "mask token");
