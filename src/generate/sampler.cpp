@@ -21,7 +21,27 @@ void SamplerConfig::validate() const {
 Sampler::Sampler(const SamplerConfig& cfg) : cfg_(cfg), rng_(cfg.seed) { cfg_.validate(); }
 
 int32_t argmax(std::span<const float> logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  // Eight independent running maxima (lane i sees indices = i mod 8, the
+  // first of equal values kept) instead of one compare chain: a vocabulary
+  // row of 64K-152K logits is read at the speed of the loads. The lanes
+  // combine to the largest value, lowest index on ties: std::max_element's
+  // answer (NaN logits aside).
+  constexpr size_t kLanes = 8;
+  const size_t n = logits.size();
+  if (n < 2 * kLanes) return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  float best[kLanes];
+  size_t at[kLanes];
+  for (size_t l = 0; l < kLanes; ++l) best[l] = logits[l], at[l] = l;
+  size_t i = kLanes;
+  for (; i + kLanes <= n; i += kLanes)
+    for (size_t l = 0; l < kLanes; ++l)
+      if (logits[i + l] > best[l]) best[l] = logits[i + l], at[l] = i + l;
+  size_t r = at[0];
+  for (size_t l = 1; l < kLanes; ++l)
+    if (best[l] > logits[r] || (best[l] == logits[r] && at[l] < r)) r = at[l];
+  for (; i < n; ++i)
+    if (logits[i] > logits[r]) r = i;
+  return static_cast<int32_t>(r);
 }
 
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
