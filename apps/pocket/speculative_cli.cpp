@@ -4,7 +4,9 @@
 #include <memory>
 
 #include "speculative/dflash.h"
+#include "runtime/loader.h"
 #include "speculative/drafter.h"
+#include "speculative/model_drafter.h"
 #include "speculative/speculative.h"
 #include "util/error.h"
 
@@ -13,8 +15,12 @@ namespace pocket::cli {
 void SpeculativeFlags::add_to(CLI::App& app) {
   app.add_option("--draft", draft,
                  "Speculative decoding drafter: lookup (prompt/history n-grams) or oracle (replays the model's own "
-                 "greedy output: the ceiling; runs the generation twice) or dflash (a block draft from --dflash)")
-      ->check(CLI::IsMember({"lookup", "oracle", "dflash"}));
+                 "greedy output: the ceiling; runs the generation twice), dflash (a block draft from --dflash) or model "
+                 "(--draft-model)")
+      ->check(CLI::IsMember({"lookup", "oracle", "dflash", "model"}));
+  app.add_option("--draft-model", draft_model,
+                 "Draft model: a smaller model with the same tokenizer, drafting greedily with its own KV cache; "
+                 "implies --draft model");
   app.add_option("--dflash", dflash,
                  "DFlash draft folder (z-lab format: config.json + model.safetensors) conditioned on this model's "
                  "hidden states; implies --draft dflash");
@@ -28,10 +34,19 @@ void SpeculativeFlags::add_to(CLI::App& app) {
 std::unique_ptr<Drafter> SpeculativeFlags::make_drafter(Session& session, std::span<const int32_t> input,
                                                         const GenerateOptions& opt) const {
   std::unique_ptr<Drafter> drafter;
-  const std::string kind = draft.empty() ? "dflash" : draft;
+  if (!dflash.empty() && !draft_model.empty())
+    fail_as(ErrorCode::InvalidArgument, "--dflash and --draft-model are two drafters: give one");
+  const std::string kind = !draft.empty() ? draft : !draft_model.empty() ? "model" : "dflash";
   if (!dflash.empty() && kind != "dflash")
     fail_as(ErrorCode::InvalidArgument, "--dflash gives a DFlash draft: use it without --draft or with --draft dflash");
-  if (kind == "dflash") {
+  if (!draft_model.empty() && kind != "model")
+    fail_as(ErrorCode::InvalidArgument, "--draft-model gives a draft model: use it without --draft or with --draft model");
+  if (kind == "model") {
+    if (draft_model.empty()) fail_as(ErrorCode::InvalidArgument, "--draft model needs --draft-model FILE");
+    LoadedModel d = load_model(draft_model);
+    drafter = std::make_unique<ModelDrafter>(d.model, d.tokenizer, session.tokenizer(), session.context_size(),
+                                             session.pool().size());
+  } else if (kind == "dflash") {
     if (dflash.empty()) fail_as(ErrorCode::InvalidArgument, "--draft dflash needs --dflash DIR (the draft's folder)");
     auto d = std::make_shared<const DFlashDraft>(dflash, session.model().config());
     drafter = std::make_unique<DFlashDrafter>(std::move(d), session);
@@ -46,7 +61,7 @@ std::unique_ptr<Drafter> SpeculativeFlags::make_drafter(Session& session, std::s
     drafter = std::make_unique<ReplayDrafter>(std::move(seq));
     session.reset();
   } else {
-    fail_as(ErrorCode::InvalidArgument, "unknown drafter '", draft, "' (lookup, oracle, dflash)");
+    fail_as(ErrorCode::InvalidArgument, "unknown drafter '", draft, "' (lookup, oracle, dflash, model)");
   }
   return drafter;
 }

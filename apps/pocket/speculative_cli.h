@@ -1,5 +1,5 @@
 // The speculative-decoding flags of `pocket run` (--draft, --dflash,
-// --draft-max, --no-adaptive) and the generate call they select.
+// --draft-model, --draft-max, --no-adaptive) and the generate call they select.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <functional>
@@ -15,10 +15,11 @@ namespace pocket::cli {
 struct SpeculativeFlags {
   std::string draft;       // "" = plain decoding; lookup | oracle | dflash
   std::string dflash;      // a DFlash draft folder (config.json + model.safetensors); implies --draft dflash
+  std::string draft_model; // a smaller model with the same tokenizer; implies --draft model
   int draft_max = 16;
   bool no_adaptive = false;
   void add_to(CLI::App& app);
-  bool enabled() const { return !draft.empty() || !dflash.empty(); }
+  bool enabled() const { return !draft.empty() || !dflash.empty() || !draft_model.empty(); }
   // The chosen drafter, made before any output so that a bad flag or draft
   // file is the only thing printed (the oracle runs the generation once).
   std::unique_ptr<Drafter> make_drafter(Session& session, std::span<const int32_t> input,
