@@ -53,14 +53,21 @@ struct HttpServer::Impl {
   Impl(Scheduler& s, const LoadedModel& m, HttpOptions o) : sched(s), model(m), opt(std::move(o)) {}
 
   void routes();
+  bool authorized(const httplib::Request& req, httplib::Response& res) const;
   void completion(const httplib::Request& req, httplib::Response& res, Endpoint ep);
   std::string metrics();
 };
 
 void HttpServer::Impl::routes() {
+  // httplib's default also sets SO_REUSEPORT, which would let a second
+  // server bind the same port and take half its connections silently.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   http.set_payload_max_length(opt.max_body);
   http.set_keep_alive_timeout(2);
-  http.set_read_timeout(30);
+  http.set_read_timeout(10);
   http.set_write_timeout(30);
   int threads = opt.http_threads > 0 ? opt.http_threads : 0;
   if (threads == 0) {
@@ -80,15 +87,6 @@ void HttpServer::Impl::routes() {
         res.set_header("Connection", "close");
         return httplib::Server::HandlerResponse::Handled;
       }
-    }
-    if (opt.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-    const std::string auth = req.get_header_value("Authorization");
-    const std::string prefix = "Bearer ";
-    if (auth.rfind(prefix, 0) != 0 || !same_secret(auth.substr(prefix.size()), opt.api_key)) {
-      send_error(res, ApiError(401, auth.empty() ? "an API key is required (Authorization: Bearer KEY)"
-                                                 : "the API key is not valid",
-                               {}, "invalid_api_key"));
-      return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
@@ -123,12 +121,14 @@ void HttpServer::Impl::routes() {
     ++responses[{ep, res.status}];
   });
 
-  http.Post("/v1/chat/completions",
-            [this](const httplib::Request& q, httplib::Response& r) { completion(q, r, Endpoint::Chat); });
-  http.Post("/v1/completions",
-            [this](const httplib::Request& q, httplib::Response& r) { completion(q, r, Endpoint::Completion); });
-  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(models_body(opt.model_name, started), "application/json");
+  http.Post("/v1/chat/completions", [this](const httplib::Request& q, httplib::Response& r) {
+    if (authorized(q, r)) completion(q, r, Endpoint::Chat);
+  });
+  http.Post("/v1/completions", [this](const httplib::Request& q, httplib::Response& r) {
+    if (authorized(q, r)) completion(q, r, Endpoint::Completion);
+  });
+  http.Get("/v1/models", [this](const httplib::Request& q, httplib::Response& res) {
+    if (authorized(q, res)) res.set_content(models_body(opt.model_name, started), "application/json");
   });
   http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     SchedulerStats s = sched.stats();
@@ -136,9 +136,22 @@ void HttpServer::Impl::routes() {
                         std::to_string(s.busy) + ",\"queued\":" + std::to_string(s.queued) + "}",
                     "application/json");
   });
-  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics(), "text/plain; version=0.0.4");
+  http.Get("/metrics", [this](const httplib::Request& q, httplib::Response& res) {
+    if (authorized(q, res)) res.set_content(metrics(), "text/plain; version=0.0.4");
   });
+}
+
+// The key check runs in the handlers, after the body is read (a refusal
+// before it would leave the body on a kept-alive connection).
+bool HttpServer::Impl::authorized(const httplib::Request& req, httplib::Response& res) const {
+  if (opt.api_key.empty()) return true;
+  const std::string auth = req.get_header_value("Authorization");
+  const std::string prefix = "Bearer ";
+  if (auth.rfind(prefix, 0) == 0 && same_secret(auth.substr(prefix.size()), opt.api_key)) return true;
+  send_error(res, ApiError(401, auth.empty() ? "an API key is required (Authorization: Bearer KEY)"
+                                             : "the API key is not valid",
+                           {}, "invalid_api_key"));
+  return false;
 }
 
 void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response& res, Endpoint ep) {
