@@ -224,6 +224,7 @@ CompletionRequest parse_request(std::string_view text, Endpoint endpoint) {
                      "unsupported_parameter");
   parse_stop(body, r);
   if (field(body, "stream")) r.stream = boolean(body, "stream");
+  if (field(body, "ignore_eos")) r.ignore_eos = boolean(body, "ignore_eos");
   if (const json* so = field(body, "stream_options")) {
     if (!so->is_object()) bad("stream_options", "'stream_options' must be an object, not " + type_name(*so));
     if (!r.stream) bad("stream_options", "'stream_options' is only allowed with 'stream': true");

@@ -43,6 +43,7 @@ struct CompletionRequest {
   bool seeded = false;                // "seed" given (else the server picks one)
   std::vector<std::string> stop;
   bool stream = false;
+  bool ignore_eos = false;  // extension (as llama.cpp's server): generate past end-of-sequence tokens
 };
 
 // Parses and validates a request body; throws ApiError (400) naming the

@@ -177,6 +177,7 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
     p.max_tokens = r.max_tokens.value_or(0);
     p.stop = r.stop;
     p.sampling = r.sampling;
+    p.stop_at_eos = !r.ignore_eos;
     if (!r.seeded) p.sampling.seed = std::random_device{}();
     p.deadline = arrived + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.request_timeout_s));
     job = std::make_shared<Job>(std::move(p));

@@ -251,7 +251,7 @@ void Scheduler::after_logits(Slot& s, std::span<float> logits) {
     recent_.emplace_back(now, 1);
     while (!recent_.empty() && now - recent_.front().first > std::chrono::seconds(10)) recent_.pop_front();
   }
-  if (tok_->is_eos(next)) return end(s, "stop");
+  if (job.params().stop_at_eos && tok_->is_eos(next)) return end(s, "stop");
   ++s.generated;
   job.generated.store(s.generated);
   s.history.push_back(next);

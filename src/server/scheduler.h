@@ -32,6 +32,7 @@ struct JobParams {
   int max_tokens = 0;  // 0 = until the context is full
   std::vector<std::string> stop;
   SamplerConfig sampling;
+  bool stop_at_eos = true;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 

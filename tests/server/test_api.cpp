@@ -46,7 +46,7 @@ TEST(ServerApi, ParsesEveryField) {
           {"role":"assistant","content":"A"}],
           "max_completion_tokens":7,"max_tokens":99,"temperature":0,"top_p":0.5,"seed":-3,"stop":["x","yz"],
           "stream":true,"stream_options":{"include_usage":true},"n":1,"response_format":{"type":"text"},
-          "user":"ignored","presence_penalty":0})",
+          "user":"ignored","presence_penalty":0,"ignore_eos":true})",
       Endpoint::Chat);
   ASSERT_EQ(r.messages.size(), 4u);
   EXPECT_EQ(r.messages[1].role, "system");  // developer is the system role
@@ -58,6 +58,7 @@ TEST(ServerApi, ParsesEveryField) {
   EXPECT_EQ(r.sampling.seed, static_cast<uint64_t>(-3));
   EXPECT_EQ(r.stop, (std::vector<std::string>{"x", "yz"}));
   EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.ignore_eos);
 
   CompletionRequest c = parse_request(R"({"prompt":["Once"],"max_tokens":3,"stop":"."})", Endpoint::Completion);
   EXPECT_EQ(c.prompt, "Once");
@@ -99,6 +100,7 @@ TEST(ServerApi, BadRequestsAre400sNamingTheField) {
       {R"({"stop":["a","b","c","d","e"],"messages":[{"role":"user","content":"x"}]})", "stop", "at most 4"},
       {R"({"stop":[""],"messages":[{"role":"user","content":"x"}]})", "stop[0]", "empty"},
       {R"({"stream":"yes","messages":[{"role":"user","content":"x"}]})", "stream", "true or false"},
+      {R"({"ignore_eos":1,"messages":[{"role":"user","content":"x"}]})", "ignore_eos", "true or false"},
       {R"({"stream_options":{},"messages":[{"role":"user","content":"x"}]})", "stream_options", "only allowed"},
       {R"({"n":2,"messages":[{"role":"user","content":"x"}]})", "n", "must be 1"},
       {R"({"response_format":{"type":"json_schema","json_schema":{}},"messages":[{"role":"user","content":"x"}]})",
