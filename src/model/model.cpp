@@ -26,6 +26,20 @@ std::vector<float> small_f32(const ModelFile& f, const std::string& name, int64_
   return out;
 }
 
+// Element-wise work, fn(i) for every row i < n: inline for one row (decode:
+// no pool synchronisation), spread over the pool for several, where doing it
+// on one thread left the others idle between the matmuls.
+template <class Fn>
+void for_rows(int n, ThreadPool& pool, Fn&& fn) {
+  if (n == 1) {
+    fn(0);
+    return;
+  }
+  pool.parallel_for(n, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) fn(static_cast<int>(i));
+  });
+}
+
 const TensorView* matrix(const ModelFile& f, const std::string& name, int64_t rows, int64_t cols) {
   const TensorView& t = f.get(name);
   if (t.shape.size() != 2 || t.shape[0] != rows || t.shape[1] != cols)
@@ -160,56 +174,16 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
   for (int i = 0; i < n; ++i) embed_row(tokens[i], x + static_cast<size_t>(i) * dim);
   ctx.cache.reserve_append(n);
 
-  // Element-wise work per token: inline for one token (decode: no pool
-  // synchronisation), spread over the pool for a prompt batch, where doing it
-  // on one thread left the others idle between the matmuls.
-  auto per_token = [&](auto&& fn) {
-    if (n == 1) {
-      fn(0);
-      return;
-    }
-    pool.parallel_for(n, [&](int64_t b, int64_t e, int) {
-      for (int64_t i = b; i < e; ++i) fn(static_cast<int>(i));
-    });
-  };
-
   for (int l = 0; l < c.n_layers; ++l) {
     const Layer& L = layers_[l];
     // --- attention block (the previous layer's residual add is fused in) ---
-    per_token([&](int i) {
-      float* xi = x + static_cast<size_t>(i) * dim;
-      float* xni = xn + static_cast<size_t>(i) * dim;
-      if (l > 0) add_block_output(xi, xni, layers_[l - 1].post_ffn_norm);
-      kernels::rmsnorm(xni, xi, L.attn_norm.data(), dim, c.norm_eps);
-    });
-    const kernels::MatmulTarget qkv[] = {{L.wq, q}, {L.wk, k}, {L.wv, v}};
-    kernels::matmul_multi(qkv, xn, n, &pool);
-    per_token([&](int i) {
-      qkv_row(l, q + static_cast<size_t>(i) * q_dim, k + static_cast<size_t>(i) * kv_dim,
-              v + static_cast<size_t>(i) * kv_dim, pos0 + i, ctx.cache);
-    });
+    attention_input(l, n, x, xn, q, k, v, pool, [&](int i) { return std::pair<int, KVCache*>(pos0 + i, &ctx.cache); });
     attention(l, n, pos0, ctx, pool);
     kernels::matmul(*L.wo, attn, n, xn, &pool);
 
-    // --- feed-forward block ---
-    per_token([&](int i) {
-      float* xi = x + static_cast<size_t>(i) * dim;
-      float* xni = xn + static_cast<size_t>(i) * dim;
-      add_block_output(xi, xni, L.post_attn_norm);
-      kernels::rmsnorm(xni, xi, L.ffn_norm.data(), dim, c.norm_eps);
-    });
-    const kernels::MatmulTarget gate_up[] = {{L.w_gate, gate}, {L.w_up, up}};
-    kernels::matmul_multi(gate_up, xn, n, &pool);
-    per_token([&](int i) {
-      const size_t at = static_cast<size_t>(i) * c.hidden_dim;
-      if (c.ffn_act == Activation::GeluTanh)
-        kernels::geglu(gate + at, up + at, c.hidden_dim);
-      else
-        kernels::swiglu(gate + at, up + at, c.hidden_dim);
-    });
-    kernels::matmul(*L.w_down, gate, n, xn, &pool);
+    feed_forward(l, n, x, xn, gate, up, pool);
   }
-  per_token([&](int i) {  // the last layer's residual
+  for_rows(n, pool, [&](int i) {  // the last layer's residual
     add_block_output(x + static_cast<size_t>(i) * dim, xn + static_cast<size_t>(i) * dim,
                      layers_[c.n_layers - 1].post_ffn_norm);
   });
@@ -238,6 +212,53 @@ void Model::embed_row(int32_t token, float* x) const {
 void Model::add_block_output(float* x, float* out, const std::vector<float>& post) const {
   if (cfg_.post_norms) kernels::rmsnorm(out, out, post.data(), cfg_.dim, cfg_.norm_eps);
   for (int j = 0; j < cfg_.dim; ++j) x[j] += out[j];
+}
+
+// The attention block's input for n rows: the previous layer's residual
+// add, the norm, the q/k/v projections, then each row's q/k post-processing
+// with its keys/values stored at the position and cache `row_at(i)` gives.
+void Model::attention_input(int l, int n, float* x, float* xn, float* q, float* k, float* v, ThreadPool& pool,
+                            const std::function<std::pair<int, KVCache*>(int)>& row_at) const {
+  const ModelConfig& c = cfg_;
+  const Layer& L = layers_[l];
+  const int dim = c.dim;
+  for_rows(n, pool, [&](int i) {
+    float* xi = x + static_cast<size_t>(i) * dim;
+    float* xni = xn + static_cast<size_t>(i) * dim;
+    if (l > 0) add_block_output(xi, xni, layers_[l - 1].post_ffn_norm);
+    kernels::rmsnorm(xni, xi, L.attn_norm.data(), dim, c.norm_eps);
+  });
+  const kernels::MatmulTarget qkv[] = {{L.wq, q}, {L.wk, k}, {L.wv, v}};
+  kernels::matmul_multi(qkv, xn, n, &pool);
+  for_rows(n, pool, [&](int i) {
+    auto [pos, cache] = row_at(i);
+    qkv_row(l, q + static_cast<size_t>(i) * c.q_dim(), k + static_cast<size_t>(i) * c.kv_dim(),
+            v + static_cast<size_t>(i) * c.kv_dim(), pos, *cache);
+  });
+}
+
+// The feed-forward block of layer l for n rows: the attention output's
+// residual add, the norm, gate/up, the activation and down (into xn).
+void Model::feed_forward(int l, int n, float* x, float* xn, float* gate, float* up, ThreadPool& pool) const {
+  const ModelConfig& c = cfg_;
+  const Layer& L = layers_[l];
+  const int dim = c.dim;
+  for_rows(n, pool, [&](int i) {
+    float* xi = x + static_cast<size_t>(i) * dim;
+    float* xni = xn + static_cast<size_t>(i) * dim;
+    add_block_output(xi, xni, L.post_attn_norm);
+    kernels::rmsnorm(xni, xi, L.ffn_norm.data(), dim, c.norm_eps);
+  });
+  const kernels::MatmulTarget gate_up[] = {{L.w_gate, gate}, {L.w_up, up}};
+  kernels::matmul_multi(gate_up, xn, n, &pool);
+  for_rows(n, pool, [&](int i) {
+    const size_t at = static_cast<size_t>(i) * c.hidden_dim;
+    if (c.ffn_act == Activation::GeluTanh)
+      kernels::geglu(gate + at, up + at, c.hidden_dim);
+    else
+      kernels::swiglu(gate + at, up + at, c.hidden_dim);
+  });
+  kernels::matmul(*L.w_down, gate, n, xn, &pool);
 }
 
 // One token's q/k/v after the projections: biases, q/k norms, RoPE at `pos`,
@@ -303,25 +324,10 @@ void Model::forward_decode(std::span<const int32_t> tokens, std::span<Context* c
       ctx.attn.resize(q_dim);
     }
   }
-  auto per_row = [&](auto&& fn) {
-    pool.parallel_for(n, [&](int64_t b, int64_t e, int) {
-      for (int64_t i = b; i < e; ++i) fn(static_cast<int>(i));
-    });
-  };
   for (int l = 0; l < c.n_layers; ++l) {
     const Layer& L = layers_[l];
-    per_row([&](int i) {
-      float* xi = x + static_cast<size_t>(i) * dim;
-      float* xni = xn + static_cast<size_t>(i) * dim;
-      if (l > 0) add_block_output(xi, xni, layers_[l - 1].post_ffn_norm);
-      kernels::rmsnorm(xni, xi, L.attn_norm.data(), dim, c.norm_eps);
-    });
-    const kernels::MatmulTarget qkv[] = {{L.wq, q}, {L.wk, k}, {L.wv, v}};
-    kernels::matmul_multi(qkv, xn, n, &pool);
-    per_row([&](int i) {
-      qkv_row(l, q + static_cast<size_t>(i) * q_dim, k + static_cast<size_t>(i) * kv_dim,
-              v + static_cast<size_t>(i) * kv_dim, pos[i], ctxs[i]->cache);
-    });
+    attention_input(l, n, x, xn, q, k, v, pool,
+                    [&](int i) { return std::pair<int, KVCache*>(pos[i], &ctxs[i]->cache); });
     for (int i = 0; i < n; ++i) {
       Context& ctx = *ctxs[i];
       std::copy_n(q + static_cast<size_t>(i) * q_dim, q_dim, ctx.q.data());
@@ -329,24 +335,9 @@ void Model::forward_decode(std::span<const int32_t> tokens, std::span<Context* c
       std::copy_n(ctx.attn.data(), q_dim, attn + static_cast<size_t>(i) * q_dim);
     }
     kernels::matmul(*L.wo, attn, n, xn, &pool);
-    per_row([&](int i) {
-      float* xi = x + static_cast<size_t>(i) * dim;
-      float* xni = xn + static_cast<size_t>(i) * dim;
-      add_block_output(xi, xni, L.post_attn_norm);
-      kernels::rmsnorm(xni, xi, L.ffn_norm.data(), dim, c.norm_eps);
-    });
-    const kernels::MatmulTarget gate_up[] = {{L.w_gate, gate}, {L.w_up, up}};
-    kernels::matmul_multi(gate_up, xn, n, &pool);
-    per_row([&](int i) {
-      const size_t at = static_cast<size_t>(i) * c.hidden_dim;
-      if (c.ffn_act == Activation::GeluTanh)
-        kernels::geglu(gate + at, up + at, c.hidden_dim);
-      else
-        kernels::swiglu(gate + at, up + at, c.hidden_dim);
-    });
-    kernels::matmul(*L.w_down, gate, n, xn, &pool);
+    feed_forward(l, n, x, xn, gate, up, pool);
   }
-  per_row([&](int i) {
+  for_rows(n, pool, [&](int i) {
     float* xi = x + static_cast<size_t>(i) * dim;
     add_block_output(xi, xn + static_cast<size_t>(i) * dim, layers_[c.n_layers - 1].post_ffn_norm);
     kernels::rmsnorm(xn + static_cast<size_t>(i) * dim, xi, output_norm_.data(), dim, c.norm_eps);

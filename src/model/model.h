@@ -4,6 +4,7 @@
 // Tested against ReferenceModel.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -68,6 +69,9 @@ class Model {
   void embed_row(int32_t token, float* x) const;
   void add_block_output(float* x, float* out, const std::vector<float>& post) const;
   void qkv_row(int layer, float* q, float* k, float* v, int pos, KVCache& cache) const;
+  void attention_input(int layer, int n, float* x, float* xn, float* q, float* k, float* v, ThreadPool& pool,
+                       const std::function<std::pair<int, KVCache*>(int)>& row_at) const;
+  void feed_forward(int layer, int n, float* x, float* xn, float* gate, float* up, ThreadPool& pool) const;
 
   std::shared_ptr<const ModelFile> file_;
   ModelConfig cfg_;
