@@ -181,6 +181,30 @@ TEST(ServerScheduler, ContinuedConversationReusesTheSlotsCache) {
   EXPECT_EQ(out.usage.prompt_tokens, static_cast<int>(second_prompt.size()));
 }
 
+// Each slot has its own KV cache of the full context size (not one context
+// split across the slots): two requests generating at once, past
+// end-of-sequence and without a max_tokens, each fill a whole context.
+TEST(ServerScheduler, EachSlotHasTheWholeContext) {
+  const LoadedModel& m = stories();
+  Scheduler sched(m.model, m.tokenizer, options(2));
+  const int ctx = sched.context_size();
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (const char* text : {"Once upon a time", "The dog"}) {
+    JobParams p = greedy(encode(text), 0);  // up to the context
+    p.stop_at_eos = false;
+    jobs.push_back(std::make_shared<Job>(p));
+    ASSERT_TRUE(sched.submit(jobs.back()));
+  }
+  for (auto& job : jobs) {
+    Job::Output out = job->wait_all();
+    EXPECT_EQ(out.finish_reason, "length");
+    // The last token is sampled but never run through the model, so the
+    // cache is full at prompt + completion - 1 == ctx.
+    EXPECT_EQ(out.usage.prompt_tokens + out.usage.completion_tokens - 1, ctx);
+  }
+  EXPECT_GT(sched.stats().decode_rows, sched.stats().decode_steps) << "the two slots never decoded together";
+}
+
 TEST(ServerScheduler, DeadlineEndsGeneration) {
   const LoadedModel& m = stories();
   Scheduler sched(m.model, m.tokenizer, options(1));
