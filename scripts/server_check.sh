@@ -22,15 +22,10 @@ if ! "$build/pocket" serve --help >/dev/null 2>&1; then
 fi
 "$py" "$root/tools/server/load_test.py" --pocket "$build/pocket" --model "$model"
 
-stamp="$venv/.requirements"
-if ! cmp -s "$req" "$stamp" 2>/dev/null; then
-  rm -rf "$venv"
-  if ! "$py" -m venv "$venv" || ! "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"; then
-    echo "server: SKIPPED: could not install tools/server/requirements.txt from PyPI (no network?);"
-    echo "server: the openai client tests did not run"
-    rm -rf "$venv"
-    exit 0
-  fi
-  cp "$req" "$stamp"
+source "$root/scripts/lib.sh"
+if ! pinned_venv "$venv" "$req"; then
+  echo "server: SKIPPED: could not install tools/server/requirements.txt from PyPI (no network?);"
+  echo "server: the openai client tests did not run"
+  exit 0
 fi
 "$venv/bin/python" "$root/tools/server/openai_client_test.py" --pocket "$build/pocket" --model "$model"

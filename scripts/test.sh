@@ -12,6 +12,8 @@
 #              tokenizer parity on fresh random strings (scripts/oracles.sh);
 #              pocket serve under load and with the official openai client
 #              (scripts/server_check.sh)
+#   bindings   the Python package built with pip against the release build's
+#              libpocket, tested with pytest (scripts/bindings.sh; PyPI, pinned)
 #   fuzz       every libFuzzer target for a short smoke run (scripts/fuzz.sh)
 #   aarch64    cross build; kernel, quantization and model tests on three
 #              emulated cores (NEON, dotprod, i8mm), everything else once
@@ -30,7 +32,7 @@ logs="$root/build/logs"
 mkdir -p "$logs"
 source "$root/scripts/lib.sh"
 
-all_stages=(release no-avx512 oracles asan tsan fuzz aarch64)
+all_stages=(release no-avx512 oracles bindings asan tsan fuzz aarch64)
 stages=()
 case "${1:-}" in
   --quick) stages=(release) ;;
@@ -73,7 +75,7 @@ grep -h "SKIPPED" "$logs/gemma3-fetch.log" | sed 's/^/   /' || true
 ccache_zero
 end_stage
 
-if want release || want no-avx512 || want oracles; then
+if want release || want no-avx512 || want oracles || want bindings; then
   begin_stage release "Release build and tests"
   step release-build bash "$root/scripts/build.sh"
   want release && run_ctest release-tests "$root/build/release"
@@ -100,6 +102,13 @@ if want oracles; then
   grep -E "^oracles: SKIPPED|cases \(|GGUF files|tests? ran|PASSED|FAILED" "$logs/oracles.log" | sed 's/^/   /'
   step server bash "$root/scripts/server_check.sh" "$root/build/release"
   grep -E "^server: SKIPPED|^load:|^Ran |^OK|^FAILED" "$logs/server.log" | sed 's/^/   /'
+  end_stage
+fi
+
+if want bindings; then
+  begin_stage bindings "the Python package: pip install bindings/python, pytest"
+  step bindings bash "$root/scripts/bindings.sh" "$root/build/release"
+  grep -E "^bindings: SKIPPED| passed| failed" "$logs/bindings.log" | sed 's/^/   /'
   end_stage
 fi
 
