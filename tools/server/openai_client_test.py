@@ -244,7 +244,8 @@ class DocsExamples(unittest.TestCase):
     run against the server (127.0.0.1:8080 there becomes the test's port)."""
 
     def test_docs_examples_run(self):
-        doc = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "embedding.md")).read()
+        with open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "embedding.md"), encoding="utf-8") as f:
+            doc = f.read()
         blocks = re.findall(r"<!-- server-example -->\s*```(sh|python)\n(.*?)```", doc, re.S)
         self.assertGreaterEqual(len(blocks), 3)
         for lang, code in blocks:

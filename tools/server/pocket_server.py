@@ -73,6 +73,7 @@ class PocketServer:
                 raise RuntimeError("pocket serve did not stop on SIGTERM")
             if rc != 0:
                 raise RuntimeError(f"pocket serve exited with {rc}: {self.proc.stderr.read()}")
+        self.proc.stderr.close()
 
     def __enter__(self):
         return self
