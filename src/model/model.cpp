@@ -40,6 +40,21 @@ void for_rows(int n, ThreadPool& pool, Fn&& fn) {
   });
 }
 
+// The per-row buffers of a forward pass (a Context's or a DecodeScratch's)
+// sized for n rows.
+template <class Buffers>
+void size_rows(Buffers& b, int n, const ModelConfig& c) {
+  const size_t N = static_cast<size_t>(n);
+  b.x.resize(N * c.dim);
+  b.xn.resize(N * std::max(c.dim, c.q_dim()));
+  b.q.resize(N * c.q_dim());
+  b.k.resize(N * c.kv_dim());
+  b.v.resize(N * c.kv_dim());
+  b.attn.resize(N * c.q_dim());
+  b.gate.resize(N * c.hidden_dim);
+  b.up.resize(N * c.hidden_dim);
+}
+
 const TensorView* matrix(const ModelFile& f, const std::string& name, int64_t rows, int64_t cols) {
   const TensorView& t = f.get(name);
   if (t.shape.size() != 2 || t.shape[0] != rows || t.shape[1] != cols)
@@ -155,17 +170,9 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
   const ModelConfig& c = cfg_;
   const int n = static_cast<int>(tokens.size());
   const int pos0 = ctx.cache.size();
-  const int dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim();
+  const int dim = c.dim;
   if (ctx.batch_capacity < n) {
-    size_t N = static_cast<size_t>(n);
-    ctx.x.resize(N * dim);
-    ctx.xn.resize(N * std::max(dim, q_dim));
-    ctx.q.resize(N * q_dim);
-    ctx.k.resize(N * kv_dim);
-    ctx.v.resize(N * kv_dim);
-    ctx.attn.resize(N * q_dim);
-    ctx.gate.resize(N * c.hidden_dim);
-    ctx.up.resize(N * c.hidden_dim);
+    size_rows(ctx, n, c);
     ctx.batch_capacity = n;
   }
   float *x = ctx.x.data(), *xn = ctx.xn.data(), *q = ctx.q.data(), *k = ctx.k.data(), *v = ctx.v.data();
@@ -301,16 +308,9 @@ void Model::forward_decode(std::span<const int32_t> tokens, std::span<Context* c
     for (int j = 0; j < i; ++j)
       if (ctxs[j] == ctxs[i]) fail("forward_decode: a context appears twice in one step");
   }
-  const int dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim();
+  const int dim = c.dim, q_dim = c.q_dim();
   const size_t N = static_cast<size_t>(n);
-  s.x.resize(N * dim);
-  s.xn.resize(N * std::max(dim, q_dim));
-  s.q.resize(N * q_dim);
-  s.k.resize(N * kv_dim);
-  s.v.resize(N * kv_dim);
-  s.attn.resize(N * q_dim);
-  s.gate.resize(N * c.hidden_dim);
-  s.up.resize(N * c.hidden_dim);
+  size_rows(s, n, c);
   float *x = s.x.data(), *xn = s.xn.data(), *q = s.q.data(), *k = s.k.data(), *v = s.v.data();
   float *attn = s.attn.data(), *gate = s.gate.data(), *up = s.up.data();
   std::vector<int> pos(N);
