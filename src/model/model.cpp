@@ -40,6 +40,19 @@ void for_rows(int n, ThreadPool& pool, Fn&& fn) {
   });
 }
 
+// For each of n rows: add(x_i, xn_i) (a block output's residual add, or
+// nothing), then xn_i = rmsnorm(x_i) with the weights `norm`.
+template <class Add>
+void add_then_norm(int n, const ModelConfig& c, float* x, float* xn, const std::vector<float>& norm,
+                   ThreadPool& pool, Add&& add) {
+  for_rows(n, pool, [&](int i) {
+    float* xi = x + static_cast<size_t>(i) * c.dim;
+    float* xni = xn + static_cast<size_t>(i) * c.dim;
+    add(xi, xni);
+    kernels::rmsnorm(xni, xi, norm.data(), c.dim, c.norm_eps);
+  });
+}
+
 // The per-row buffers of a forward pass (a Context's or a DecodeScratch's)
 // sized for n rows.
 template <class Buffers>
@@ -228,12 +241,8 @@ void Model::attention_input(int l, int n, float* x, float* xn, float* q, float* 
                             const std::function<std::pair<int, KVCache*>(int)>& row_at) const {
   const ModelConfig& c = cfg_;
   const Layer& L = layers_[l];
-  const int dim = c.dim;
-  for_rows(n, pool, [&](int i) {
-    float* xi = x + static_cast<size_t>(i) * dim;
-    float* xni = xn + static_cast<size_t>(i) * dim;
+  add_then_norm(n, c, x, xn, L.attn_norm, pool, [&](float* xi, float* xni) {
     if (l > 0) add_block_output(xi, xni, layers_[l - 1].post_ffn_norm);
-    kernels::rmsnorm(xni, xi, L.attn_norm.data(), dim, c.norm_eps);
   });
   const kernels::MatmulTarget qkv[] = {{L.wq, q}, {L.wk, k}, {L.wv, v}};
   kernels::matmul_multi(qkv, xn, n, &pool);
@@ -249,13 +258,8 @@ void Model::attention_input(int l, int n, float* x, float* xn, float* q, float* 
 void Model::feed_forward(int l, int n, float* x, float* xn, float* gate, float* up, ThreadPool& pool) const {
   const ModelConfig& c = cfg_;
   const Layer& L = layers_[l];
-  const int dim = c.dim;
-  for_rows(n, pool, [&](int i) {
-    float* xi = x + static_cast<size_t>(i) * dim;
-    float* xni = xn + static_cast<size_t>(i) * dim;
-    add_block_output(xi, xni, L.post_attn_norm);
-    kernels::rmsnorm(xni, xi, L.ffn_norm.data(), dim, c.norm_eps);
-  });
+  add_then_norm(n, c, x, xn, L.ffn_norm, pool,
+                [&](float* xi, float* xni) { add_block_output(xi, xni, L.post_attn_norm); });
   const kernels::MatmulTarget gate_up[] = {{L.w_gate, gate}, {L.w_up, up}};
   kernels::matmul_multi(gate_up, xn, n, &pool);
   for_rows(n, pool, [&](int i) {
@@ -337,10 +341,8 @@ void Model::forward_decode(std::span<const int32_t> tokens, std::span<Context* c
     kernels::matmul(*L.wo, attn, n, xn, &pool);
     feed_forward(l, n, x, xn, gate, up, pool);
   }
-  for_rows(n, pool, [&](int i) {
-    float* xi = x + static_cast<size_t>(i) * dim;
-    add_block_output(xi, xn + static_cast<size_t>(i) * dim, layers_[c.n_layers - 1].post_ffn_norm);
-    kernels::rmsnorm(xn + static_cast<size_t>(i) * dim, xi, output_norm_.data(), dim, c.norm_eps);
+  add_then_norm(n, c, x, xn, output_norm_, pool, [&](float* xi, float* xni) {
+    add_block_output(xi, xni, layers_[c.n_layers - 1].post_ffn_norm);
   });
   for (int i = 0; i < n; ++i) ctxs[i]->cache.set_size(pos[i] + 1);
   kernels::matmul(*output_, xn, n, logits, &pool);
