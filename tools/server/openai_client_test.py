@@ -1,7 +1,7 @@
 """The official `openai` Python client against `pocket serve` (stories260K,
 temperature 0): non-streaming and streaming chat and completions, stop
 strings, usage, the error statuses, the API key, a client that disconnects
-mid-stream, and the server examples of docs/embedding.md.
+mid-stream, /metrics after a request, and the server examples of docs/embedding.md.
 
     python openai_client_test.py --pocket build/release/pocket --model ../shared/models/stories260K.bin
 """
@@ -237,6 +237,35 @@ class Errors(unittest.TestCase):
         self.assertEqual(m["pocket_slots_busy"], 0)
         generated = m["pocket_generated_tokens_total"] - before["pocket_generated_tokens_total"]
         self.assertLess(generated, 240, "generation went on after the client left")
+
+
+class Metrics(unittest.TestCase):
+    def test_metrics_count_what_was_served(self):
+        """A fresh server's /metrics after one completion: the counters hold
+        exactly that request's numbers and the gauges are there."""
+        with PocketServer(ARGS.pocket, ARGS.model, "-p", "1", "-c", "256") as srv:
+            before = srv.metrics()
+            self.assertEqual(before["pocket_generated_tokens_total"], 0)
+            r = client(srv).completions.create(model="m", prompt=PROMPT, max_tokens=12, temperature=0,
+                                               extra_body={"ignore_eos": True})
+            self.assertEqual(r.usage.completion_tokens, 12)
+            key = 'pocket_http_responses_total{endpoint="/v1/completions",status="200"}'
+            deadline = time.time() + 5  # a response is counted once its last byte is written
+            m = srv.metrics()
+            while m.get(key, 0) < 1 and time.time() < deadline:
+                time.sleep(0.02)
+                m = srv.metrics()
+            self.assertEqual(m[key], 1)
+            self.assertEqual(m["pocket_requests_finished_total"], 1)
+            self.assertEqual(m["pocket_generated_tokens_total"], 12)
+            self.assertEqual(m["pocket_prompt_tokens_total"], r.usage.prompt_tokens)
+            self.assertEqual(m["pocket_decode_steps_total"], 11)  # the first token comes from the prompt pass
+            self.assertGreater(m["pocket_tokens_per_second"], 0)
+            self.assertEqual(m["pocket_queue_depth"], 0)
+            self.assertEqual(m["pocket_slots_busy"], 0)
+            self.assertEqual(m["pocket_slots"], 1)
+            with urllib.request.urlopen(srv.url + "/metrics", timeout=10) as resp:
+                self.assertTrue(resp.headers["Content-Type"].startswith("text/plain"))
 
 
 class DocsExamples(unittest.TestCase):
