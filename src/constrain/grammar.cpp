@@ -230,41 +230,65 @@ Grammar GrammarBuilder::finish(int root) && {
         }
     }
   }
-  std::vector<std::vector<int>> left(n);
+  // Left calls: rule r may call rule s before consuming a byte. A call in
+  // tail position (the last element) does not grow the matcher's stack, so
+  // a cycle of tail calls only is harmless (e.g. (x?)*); a cycle through
+  // any other call is left recursion, which would grow it forever.
+  struct Edge {
+    int to;
+    bool tail;
+  };
+  std::vector<std::vector<Edge>> left(n);
   for (size_t r = 0; r < n; ++r)
     for (auto& a : g_.rules[r].alts)
-      for (auto& e : a) {
-        if (!e.is_ref) break;
-        left[r].push_back(e.index);
-        if (!nullable[e.index]) break;
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (!a[i].is_ref) break;
+        left[r].push_back({a[i].index, i + 1 == a.size()});
+        if (!nullable[a[i].index]) break;
       }
-  std::vector<uint8_t> color(n, 0);  // 0 new, 1 on the path, 2 done
-  std::vector<int> parent(n, -1);
+  // Strongly connected components (iterative Tarjan).
+  std::vector<int> index(n, -1), low(n, 0), comp(n, -1), stk;
+  std::vector<bool> on(n, false);
+  int next_index = 0, comps = 0;
   for (size_t s = 0; s < n; ++s) {
-    if (color[s]) continue;
-    std::vector<std::pair<int, size_t>> stack{{static_cast<int>(s), 0}};
-    color[s] = 1;
-    while (!stack.empty()) {
-      auto& [r, i] = stack.back();
-      if (i == left[r].size()) {
-        color[r] = 2;
-        stack.pop_back();
+    if (index[s] >= 0) continue;
+    std::vector<std::pair<int, size_t>> call{{static_cast<int>(s), 0}};
+    index[s] = low[s] = next_index++;
+    stk.push_back(static_cast<int>(s));
+    on[s] = true;
+    while (!call.empty()) {
+      auto& [v, i] = call.back();
+      if (i < left[v].size()) {
+        const int w = left[v][i++].to;
+        if (index[w] < 0) {
+          index[w] = low[w] = next_index++;
+          stk.push_back(w);
+          on[w] = true;
+          call.emplace_back(w, 0);
+        } else if (on[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
         continue;
       }
-      int t = left[r][i++];
-      if (color[t] == 1) {
-        std::string path = g_.rules[t].name;
-        for (auto it = stack.rbegin(); it != stack.rend() && it->first != t; ++it)
-          path = g_.rules[it->first].name + " -> " + path;
-        fail_as(ErrorCode::InvalidArgument, "grammar: rule '", g_.rules[t].name, "' is left-recursive (", g_.rules[t].name,
-                " -> ", path, ")");
+      if (low[v] == index[v]) {
+        for (int w = -1; w != v;) {
+          w = stk.back();
+          stk.pop_back();
+          on[w] = false;
+          comp[w] = comps;
+        }
+        ++comps;
       }
-      if (color[t] == 0) {
-        color[t] = 1;
-        stack.emplace_back(t, 0);
-      }
+      const int done = v;
+      call.pop_back();
+      if (!call.empty()) low[call.back().first] = std::min(low[call.back().first], low[done]);
     }
   }
+  for (size_t r = 0; r < n; ++r)
+    for (const Edge& e : left[r])
+      if (!e.tail && comp[e.to] == comp[r])
+        fail_as(ErrorCode::InvalidArgument, "grammar: rule '", g_.rules[r].name,
+                "' is left-recursive (it can reach itself through '", g_.rules[e.to].name, "' before matching a byte)");
   g_.root = root;
   return std::move(g_);
 }

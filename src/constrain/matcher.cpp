@@ -8,7 +8,7 @@ namespace pocket::constrain {
 
 namespace {
 constexpr int32_t kUnknown = -2, kDead = -1;
-constexpr size_t kMaxStates = 1'000'000, kMaxNodes = 8'000'000;
+constexpr size_t kMaxStates = 1'000'000, kMaxNodes = 4'000'000, kMaxStacks = 4096;
 uint64_t key(int32_t pos, int32_t parent) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent + 1);
 }
@@ -67,6 +67,9 @@ int32_t Matcher::close(std::vector<std::pair<int32_t, int32_t>>& work) {
         work.push_back(nodes_[parent]);
     } else if (e >= 0) {
       scratch_.push_back(intern_node(pos, parent));
+      if (scratch_.size() > kMaxStacks)
+        fail_as(ErrorCode::InvalidArgument, "constraint: more than ", kMaxStacks,
+                " parses alive at once (a grammar too ambiguous to follow; make its alternatives distinct)");
     } else {
       const int32_t cont = pos + 1;
       const int32_t np = flat[cont] == CompiledGrammar::kEnd ? parent : intern_node(cont, parent);
