@@ -260,6 +260,10 @@ class SchemaCompiler {
 
   json merge_all_of(const json& s, const std::string& ptr, int depth) {
     json merged = json::object();
+    // additionalProperties: false in one part forbids every property that
+    // part does not list itself (JSON Schema semantics: it does not see the
+    // other parts' properties).
+    std::vector<std::set<std::string>> closed;
     auto add = [&](const json& part, const std::string& p, auto& self, int d) -> void {
       if (d > Limits::kMaxNesting) err(p, "allOf nested too deeply");
       if (part.is_boolean()) {
@@ -298,8 +302,13 @@ class SchemaCompiler {
           if (v != "object") err(kp, "allOf is supported for object schemas only");
           merged["type"] = "object";
         } else if (k == "additionalProperties") {
-          if (merged.contains(k) && merged[k] != v) err(kp, "allOf: conflicting additionalProperties");
-          merged[k] = v;
+          if (!v.is_boolean()) err(kp, "allOf with an additionalProperties schema is not supported");
+          if (v == false) {
+            std::set<std::string> own;
+            if (part.contains("properties") && part["properties"].is_object())
+              for (auto& [name, sub] : part["properties"].items()) own.insert(name);
+            closed.push_back(std::move(own));
+          }
         } else {
           err(kp, cat("allOf is supported for object schemas only (properties, required, additionalProperties), not '", k, "'"));
         }
@@ -307,6 +316,22 @@ class SchemaCompiler {
     };
     add(s, ptr, add, depth);
     if (!merged.contains("type")) merged["type"] = "object";
+    if (!closed.empty()) {
+      json props = json::object();
+      if (merged.contains("properties"))
+        for (auto& [name, sub] : merged["properties"].items()) {
+          bool ok = true;
+          for (auto& c : closed) ok = ok && c.count(name);
+          if (ok) props[name] = sub;
+        }
+      if (merged.contains("required"))
+        for (auto& r : merged["required"])
+          if (!props.contains(r.get<std::string>()))
+            err(ptr + "/allOf", cat("required property '", r.get<std::string>(),
+                                   "' is forbidden by additionalProperties: false in another part: no object fits"));
+      merged["properties"] = props;
+      merged["additionalProperties"] = false;
+    }
     return merged;
   }
 
@@ -376,7 +401,7 @@ class SchemaCompiler {
       if (s.contains("pattern")) err(ptr + "/pattern", "pattern together with format is not supported");
       if (s.contains("minLength") || s.contains("maxLength")) err(ptr + "/format", "format with minLength/maxLength is not supported");
       static const std::string d = "(?:0[1-9]|1[0-9]|2[0-8])";
-      static const std::string date = "[0-9]{4}-(?:(?:0[13578]|1[02])-(?:" + d + "|29|3[01])|(?:0[469]|11)-(?:" + d +
+      static const std::string date = "(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])-(?:(?:0[13578]|1[02])-(?:" + d + "|29|3[01])|(?:0[469]|11)-(?:" + d +
                                       "|29|30)|02-" + d + ")";
       static const std::string time = "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])";
       static const std::string label = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
