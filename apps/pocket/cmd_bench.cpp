@@ -5,7 +5,11 @@
 #include <thread>
 
 #include "bench/bench.h"
+#include "bench/constrained.h"
 #include "cli_common.h"
+#include "constraint_flags.h"
+#include "util/mapped_file.h"
+#include <filesystem>
 #include "interrupt.h"
 
 namespace pocket::cli {
@@ -17,9 +21,35 @@ struct BenchArgs {
   bench::BenchOptions opt;
   int threads = 0;
   bool json = false;
+  ConstraintFlags constraint;
+  std::string constraint_corpus;  // a folder of JSON Schemas
 };
 
+// Constrained decoding side by side with free decoding (bench/constrained.h).
+int run_constrained(const BenchArgs& a) {
+  bench::ConstrainedBenchOptions o;
+  o.threads = a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+  o.gen = a.opt.gen;
+  o.runs = a.opt.runs;
+  if (a.constraint.given()) o.constraints.emplace_back(constrain::kind_name(a.constraint.spec().kind), a.constraint.spec());
+  if (!a.constraint_corpus.empty()) {
+    std::vector<std::filesystem::path> files;
+    for (auto& e : std::filesystem::directory_iterator(a.constraint_corpus))
+      if (e.path().extension() == ".json") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (auto& f : files) {
+      constrain::ConstraintSpec s;
+      s.kind = constrain::ConstraintSpec::Kind::JsonSchema;
+      s.text = read_text_file(f.string());
+      o.constraints.emplace_back(f.filename().string(), s);
+    }
+  }
+  std::fputs(bench::format_constrained(bench::run_constrained_bench(a.model, o)).c_str(), stdout);
+  return 0;
+}
+
 int run_bench(BenchArgs a) {
+  if (a.constraint.given() || !a.constraint_corpus.empty()) return run_constrained(a);
   a.opt.threads = a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
   install_interrupt_handler();
   a.opt.stop = &interrupt_flag();
@@ -45,6 +75,9 @@ void add_bench(CLI::App& app, int& rc) {
                   "Power per busy core for the energy estimate when RAPL is not readable (default 5)");
   sub->add_option("--bandwidth-bytes", a->opt.bandwidth_bytes, "Bandwidth test buffer in bytes (default 1 GiB)");
   sub->add_flag("--json", a->json, "Print one JSON object instead of a table");
+  a->constraint.add_to(*sub, "--any-json");
+  sub->add_option("--constraint-corpus", a->constraint_corpus,
+                  "Bench constrained decoding with every JSON Schema (*.json) in this folder");
   sub->callback([a, &rc] { rc = run_bench(*a); });
 }
 

@@ -4,9 +4,9 @@
 
 namespace pocket::cli {
 
-void ConstraintFlags::add_to(CLI::App& app) {
+void ConstraintFlags::add_to(CLI::App& app, const std::string& any_json_flag) {
   app.add_option("--json-schema", schema_file, "Constrain the output to JSON valid under this JSON Schema file");
-  app.add_flag("--json", json, "Constrain the output to any JSON value");
+  app.add_flag(any_json_flag, json, "Constrain the output to any JSON value");
   app.add_option("--regex", regex, "Constrain the output to match this regular expression (whole output)");
   app.add_option("--choice", choices, "Constrain the output to one of these strings (repeatable)");
   app.add_option("--grammar", grammar_file, "Constrain the output to this GBNF grammar file (llama.cpp syntax)");

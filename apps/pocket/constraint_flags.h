@@ -17,7 +17,8 @@ struct ConstraintFlags {
   bool json = false;
   int json_ws = 0;
 
-  void add_to(CLI::App& app);
+  // `any_json_flag`: the name of --json (bench has its own --json).
+  void add_to(CLI::App& app, const std::string& any_json_flag = "--json");
   bool given() const;
   // Reads the files; throws CLI::ValidationError when two kinds are given.
   constrain::ConstraintSpec spec() const;
