@@ -46,7 +46,7 @@ __all__ = [
 Message = Mapping[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
 
 _LOG_LEVELS = ("debug", "info", "warning", "error")  # pocket_log_level's order
-_STOP_REASONS = ("none", "eos", "stop_string", "max_tokens", "context_full", "callback", "cancelled")
+_STOP_REASONS = ("none", "eos", "stop_string", "max_tokens", "context_full", "callback", "cancelled", "constraint")
 
 
 def version() -> str:
