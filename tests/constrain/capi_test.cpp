@@ -19,11 +19,25 @@ int collect(const char* piece, size_t length, void* user) {
   return 0;
 }
 
-TEST(ConstrainApi, CChoiceSchemaAndErrors) {
+// stories260K and one session on it, closed at the end of the test.
+struct Opened {
   pocket_model* model = nullptr;
-  ASSERT_EQ(pocket_model_open(pocket::test::stories_model().c_str(), nullptr, &model), POCKET_OK) << pocket_last_error();
   pocket_session* session = nullptr;
-  ASSERT_EQ(pocket_session_open(model, nullptr, &session), POCKET_OK);
+  Opened() {
+    if (pocket_model_open(pocket::test::stories_model().c_str(), nullptr, &model) == POCKET_OK)
+      pocket_session_open(model, nullptr, &session);
+  }
+  ~Opened() {
+    EXPECT_EQ(pocket_session_close(session), POCKET_OK);
+    EXPECT_EQ(pocket_model_close(model), POCKET_OK);
+  }
+  bool ok() const { return session != nullptr; }
+};
+
+TEST(ConstrainApi, CChoiceSchemaAndErrors) {
+  Opened opened;
+  ASSERT_TRUE(opened.ok()) << pocket_last_error();
+  pocket_session* session = opened.session;
   pocket_generate_options o;
   pocket_generate_options_init(&o);
   EXPECT_EQ(o.constraint_kind, nullptr);
@@ -57,8 +71,6 @@ TEST(ConstrainApi, CChoiceSchemaAndErrors) {
   o.constraint_kind = "choice";
   o.choices = nullptr;
   EXPECT_EQ(pocket_session_generate(session, "x", &o, collect, &text, &st), POCKET_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(pocket_session_close(session), POCKET_OK);
-  EXPECT_EQ(pocket_model_close(model), POCKET_OK);
 }
 
 // An app built against the header before the constraint fields were
@@ -66,10 +78,9 @@ TEST(ConstrainApi, CChoiceSchemaAndErrors) {
 // fields it lacks take their defaults (no constraint) and nothing is written
 // past its stats; a size between two versions is refused.
 TEST(ConstrainApi, COlderStructSizesStillWork) {
-  pocket_model* model = nullptr;
-  ASSERT_EQ(pocket_model_open(pocket::test::stories_model().c_str(), nullptr, &model), POCKET_OK) << pocket_last_error();
-  pocket_session* session = nullptr;
-  ASSERT_EQ(pocket_session_open(model, nullptr, &session), POCKET_OK);
+  Opened opened;
+  ASSERT_TRUE(opened.ok()) << pocket_last_error();
+  pocket_session* session = opened.session;
   pocket_generate_options o;
   pocket_generate_options_init(&o);
   // Set as a newer caller would, then cut to the old size: must be ignored.
@@ -78,17 +89,15 @@ TEST(ConstrainApi, COlderStructSizesStillWork) {
   o.struct_size = offsetof(pocket_generate_options, constraint_kind);
   o.max_tokens = 4;
   o.temperature = 0;
-  struct {
-    pocket_stats st;
-  } guard;
-  std::memset(&guard, 0xab, sizeof guard);
-  guard.st.struct_size = offsetof(pocket_stats, constraint_complete);
+  pocket_stats st;
+  std::memset(&st, 0xab, sizeof st);
+  st.struct_size = offsetof(pocket_stats, constraint_complete);
   std::string text;
-  ASSERT_EQ(pocket_session_generate(session, "Once upon a time", &o, collect, &text, &guard.st), POCKET_OK)
+  ASSERT_EQ(pocket_session_generate(session, "Once upon a time", &o, collect, &text, &st), POCKET_OK)
       << pocket_last_error();
-  EXPECT_EQ(guard.st.generated_tokens, 4);
-  EXPECT_EQ(guard.st.struct_size, offsetof(pocket_stats, constraint_complete));
-  const auto* tail = reinterpret_cast<const unsigned char*>(&guard.st) + offsetof(pocket_stats, constraint_complete);
+  EXPECT_EQ(st.generated_tokens, 4);
+  EXPECT_EQ(st.struct_size, offsetof(pocket_stats, constraint_complete));
+  const auto* tail = reinterpret_cast<const unsigned char*>(&st) + offsetof(pocket_stats, constraint_complete);
   for (size_t i = 0; i < sizeof(pocket_stats) - offsetof(pocket_stats, constraint_complete); ++i)
     EXPECT_EQ(tail[i], 0xab) << "byte " << i << " past the old pocket_stats was written";
 
@@ -97,8 +106,6 @@ TEST(ConstrainApi, COlderStructSizesStillWork) {
   EXPECT_NE(std::string(pocket_last_error()).find("not the size of any version of the struct (72, 104 bytes)"),
             std::string::npos)
       << pocket_last_error();
-  EXPECT_EQ(pocket_session_close(session), POCKET_OK);
-  EXPECT_EQ(pocket_model_close(model), POCKET_OK);
 }
 
 TEST(ConstrainApi, CppEngineRegexInChat) {
