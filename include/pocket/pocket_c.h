@@ -233,7 +233,7 @@ typedef struct pocket_generate_options {
   const char* constraint_text;
   const char* const* choices;
   uint32_t n_choices;
-  int32_t json_whitespace; /* JSON: whitespace characters allowed between tokens (default 0: compact) */
+  int32_t json_whitespace; /* JSON: whitespace characters allowed between tokens, 0-64 (default 0: compact) */
 } pocket_generate_options;
 
 POCKET_API void pocket_generate_options_init(pocket_generate_options* options);

@@ -66,6 +66,12 @@ TEST(ConstrainApi, CChoiceSchemaAndErrors) {
   EXPECT_EQ(pocket_session_generate(session, "x", &o, collect, &text, &st), POCKET_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(pocket_last_error()).find("unsupported keyword 'uniqueItems' at /uniqueItems"), std::string::npos)
       << pocket_last_error();
+  o.constraint_text = R"({"type":"integer"})";
+  o.json_whitespace = 99;
+  EXPECT_EQ(pocket_session_generate(session, "x", &o, collect, &text, &st), POCKET_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pocket_last_error()).find("JSON whitespace limit 99 must be in [0, 64]"), std::string::npos)
+      << pocket_last_error();
+  o.json_whitespace = 0;
   o.constraint_kind = "yaml";
   EXPECT_EQ(pocket_session_generate(session, "x", &o, collect, &text, &st), POCKET_ERR_INVALID_ARGUMENT);
   o.constraint_kind = "choice";
