@@ -7,7 +7,7 @@
 # apply_chat_template for the ChatLive test; a Qwen3 vocabulary pruned by
 # `pocket prune-vocab`, loaded by tokenizers and transformers; then GGUF files written by `gguf` (the library
 # llama.cpp's converters use) for the GgufLive test, and a plain GGUF written by Pocket read back by
-# gguf. Without PyPI the stage says so and stops with success:
+# gguf; and the structured-output schema corpus validated by jsonschema. Without PyPI the stage says so and stops with success:
 # the committed golden files (release stage) still check parity.
 #   scripts/oracles.sh BUILD_DIR     (BUILD_DIR holds pocket_tests_tokenizer and pocket)
 set -euo pipefail
@@ -71,3 +71,15 @@ mkdir -p "$plain"
 "$build/pocket" create --preset tiny-qwen3 --weights f16 -o "$plain/src.pocket" >/dev/null
 "$build/pocket" quantize "$plain/src.pocket" "$plain/plain.gguf" --format gguf --weights f16 --embed f16 >/dev/null
 "$venv/bin/python" "$root/tools/oracles/plain_gguf_check.py" "$plain/src.pocket" "$plain/plain.gguf"
+# Structured output (issue 12): every schema of the corpus generated with two
+# seeds on stories260K and one on a random-weight model with the Qwen3
+# vocabulary (arbitrary tokens: a hard test), each output parsed and
+# validated by the jsonschema package (an independent validator).
+constrain="$root/build/oracle-constrain"
+mkdir -p "$constrain"
+"$build/pocket" create --preset tiny-qwen3 --weights q8 --tokenizer "$shared/tokenizers/qwen3" \
+  -o "$constrain/tiny-qwen3.pocket" >/dev/null
+"$venv/bin/python" "$root/tools/constrain/check_corpus.py" "$build/pocket" "$root/tests/data/constrain/schemas" \
+  "$shared/models/stories260K.bin" --seeds 1 2
+"$venv/bin/python" "$root/tools/constrain/check_corpus.py" "$build/pocket" "$root/tests/data/constrain/schemas" \
+  "$constrain/tiny-qwen3.pocket" --seeds 1

@@ -5,7 +5,11 @@
 #include <thread>
 
 #include "bench/bench.h"
+#include "bench/constrained.h"
 #include "cli_common.h"
+#include "constraint_flags.h"
+#include "util/mapped_file.h"
+#include <filesystem>
 #include "interrupt.h"
 #include "speculative/verify_bench.h"
 
@@ -19,6 +23,8 @@ struct BenchArgs {
   int threads = 0;
   bool json = false;
   std::vector<int> verify;  // --verify: speculative decoding's verify cost instead
+  ConstraintFlags constraint;
+  std::string constraint_corpus;  // a folder of JSON Schemas
 };
 
 int run_verify_bench(const BenchArgs& a) {
@@ -32,7 +38,31 @@ int run_verify_bench(const BenchArgs& a) {
   return interrupted() ? kInterruptedExit : 0;
 }
 
+// Constrained decoding side by side with free decoding (bench/constrained.h).
+int run_constrained(const BenchArgs& a) {
+  bench::ConstrainedBenchOptions o;
+  o.threads = a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+  o.gen = a.opt.gen;
+  o.runs = a.opt.runs;
+  if (a.constraint.given()) o.constraints.emplace_back(constrain::kind_name(a.constraint.spec().kind), a.constraint.spec());
+  if (!a.constraint_corpus.empty()) {
+    std::vector<std::filesystem::path> files;
+    for (auto& e : std::filesystem::directory_iterator(a.constraint_corpus))
+      if (e.path().extension() == ".json") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (auto& f : files) {
+      constrain::ConstraintSpec s;
+      s.kind = constrain::ConstraintSpec::Kind::JsonSchema;
+      s.text = read_text_file(f.string());
+      o.constraints.emplace_back(f.filename().string(), s);
+    }
+  }
+  std::fputs(bench::format_constrained(bench::run_constrained_bench(a.model, o)).c_str(), stdout);
+  return 0;
+}
+
 int run_bench(BenchArgs a) {
+  if (a.constraint.given() || !a.constraint_corpus.empty()) return run_constrained(a);
   a.opt.threads = a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
   install_interrupt_handler();
   a.opt.stop = &interrupt_flag();
@@ -63,6 +93,9 @@ void add_bench(CLI::App& app, int& rc) {
                   "ceiling, for each K given (e.g. --verify 2,4,8,16,32)")
       ->delimiter(',')
       ->check(CLI::Range(1, 33));
+  a->constraint.add_to(*sub, "--any-json");
+  sub->add_option("--constraint-corpus", a->constraint_corpus,
+                  "Bench constrained decoding with every JSON Schema (*.json) in this folder");
   sub->callback([a, &rc] { rc = a->verify.empty() ? run_bench(*a) : run_verify_bench(*a); });
 }
 

@@ -1,10 +1,13 @@
 // pocket run: generate a continuation of one prompt.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
 #include <memory>
 
 #include "cli_common.h"
+#include "constraint_flags.h"
 #include "interrupt.h"
 #include "speculative_cli.h"
 #include "generate/chat.h"
@@ -24,6 +27,8 @@ struct RunOptions {
   bool chat = false;
   bool no_think = false;
   std::string system;
+  ConstraintFlags constraint;
+  bool mask_times = false;
 };
 
 void print_stats(const GenerateResult& r) {
@@ -33,6 +38,22 @@ void print_stats(const GenerateResult& r) {
   std::fprintf(stderr, "\n[prompt %d tokens (%d reused) %.1f tok/s | generated %zu tokens %.1f tok/s | stop: %s]\n",
                r.prompt_tokens, r.reused_tokens, pp, r.tokens.size(), tg,
                interrupted() ? "interrupted" : stop_reason_name(r.stop));
+}
+
+// With a constraint: whether the output is complete, and the mask times.
+void print_constraint_stats(const GenerateResult& r, double compile_ms, bool all_times) {
+  if (!r.constraint_complete)
+    std::fprintf(stderr, "pocket: note: the output does not complete the constraint (stop: %s)\n", stop_reason_name(r.stop));
+  if (!all_times) return;
+  std::vector<float> t = r.mask_us;
+  std::fprintf(stderr, "[constraint compile %.2f ms | mask us per token:", compile_ms);
+  for (float x : t) std::fprintf(stderr, " %.1f", x);
+  std::sort(t.begin(), t.end());
+  if (!t.empty())
+    std::fprintf(stderr, " | median %.1f p99 %.1f max %.1f]\n", t[t.size() / 2], t[std::min(t.size() - 1, t.size() * 99 / 100)],
+                 t.back());
+  else
+    std::fprintf(stderr, "]\n");
 }
 
 int run(const RunOptions& o) {
@@ -59,19 +80,32 @@ int run(const RunOptions& o) {
     input = m.tokenizer->encode(prompt, eo);
   }
   session.check_fits(input);  // before any output: an error is all the user sees
-  auto drafter = o.speculative.enabled() ? o.speculative.make_drafter(session, input, o.flags.gen) : nullptr;
+  GenerateOptions gen = o.flags.gen;
+  double compile_ms = 0;
+  if (o.constraint.given()) {  // compiled before any output too
+    if (o.speculative.enabled())
+      fail_as(ErrorCode::InvalidArgument, "a constraint (--json-schema, --json, --regex, --choice, --grammar) cannot be "
+                                          "combined with speculative decoding (--draft) yet: give one of them");
+    const auto t0 = std::chrono::steady_clock::now();
+    gen.constraint = constrain::compile_constraint(o.constraint.spec(), *m.tokenizer);
+    compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+  auto drafter = o.speculative.enabled() ? o.speculative.make_drafter(session, input, gen) : nullptr;
   install_interrupt_handler();
-  if (!o.chat) std::fputs(prompt.c_str(), stdout);  // completion mode echoes the prompt
+  // Completion mode echoes the prompt, except under a constraint (stdout is
+  // then only the constrained output).
+  if (!o.chat && !gen.constraint) std::fputs(prompt.c_str(), stdout);
   auto print = [](std::string_view piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
     return !interrupted();
   };
-  auto r = drafter ? o.speculative.generate(session, *drafter, input, o.flags.gen, print, o.flags.quiet)
-                                   : session.generate(input, o.flags.gen, print);
+  auto r = drafter ? o.speculative.generate(session, *drafter, input, gen, print, o.flags.quiet)
+                   : session.generate(input, gen, print);
   std::fputs("\n", stdout);
   std::fflush(stdout);
   if (!o.flags.quiet || interrupted()) print_stats(r);
+  if (gen.constraint) print_constraint_stats(r, compile_ms, o.mask_times);
   return interrupted() ? kInterruptedExit : 0;
 }
 
@@ -88,6 +122,8 @@ void add_run(CLI::App& app, int& rc) {
   sub->add_flag("--chat", o->chat, "Wrap the prompt in the model's chat template as a user message");
   sub->add_option("--system", o->system, "System message (with --chat)");
   sub->add_flag("--no-think", o->no_think, "Qwen3 chat: disable thinking");
+  o->constraint.add_to(*sub);
+  sub->add_flag("--mask-times", o->mask_times, "With a constraint: print the compile time and each token's mask time");
   sub->callback([o, &rc] { rc = run(*o); });
 }
 

@@ -366,6 +366,26 @@ void write_seeds() {
     put("tokenize_diff", name, text);
   }
 
+  // --- constrain: byte 0 the kind (0 JSON Schema, 1 GBNF, 2 regex, 3
+  // choices, 4 any JSON), byte 1 the walk seed, then the text: a sample of
+  // the schema corpus, the GBNF suites, regexes and hostile shapes ---
+  const std::string cdir = std::string(POCKET_SOURCE_DIR) + "/tests/data/constrain/";
+  for (const char* s : {"form_00", "formats_03", "intent_13", "misc_15", "product_03", "recursive_09"})
+    put("constrain", s, std::string("\x00\x07", 2) + read_all(cdir + "schemas/" + s + ".json"));
+  for (const char* g : {"arithmetic", "chinese", "json", "list"})
+    put("constrain", g, std::string("\x01\x03", 2) + read_all(cdir + "gbnf/" + g + ".gbnf"));
+  put("constrain", "regex", std::string("\x02\x05", 2) + "(Yes|No), because [a-z ]{1,20}\\.\\d{2,4}[^\"\\\\]*");
+  put("constrain", "choices", std::string("\x03\x01", 2) + "cat\ndog\n\xe4\xbd\xa0\xe5\xa5\xbd\nbird");
+  put("constrain", "any-json-ws", std::string("\x09\x02", 2));
+  put("constrain", "deep-nesting", std::string("\x00\x00", 2) + [] {
+    std::string s;
+    for (int i = 0; i < 200; ++i) s += "{\"type\":\"array\",\"items\":";
+    s += "{\"type\":\"integer\"}";
+    return s + std::string(200, '}');
+  }());
+  put("constrain", "huge-repeat", std::string("\x02\x00", 2) + "(a{1,65535}){1,65535}");
+  put("constrain", "left-recursive", std::string("\x01\x00", 2) + "root ::= root \"a\" | \"b\"\n");
+
   // --- kernels_diff: one seed per weight type (byte 0, the index into its
   // type list), a tile-and-a-bit of rows, several blocks, 5 tokens, then
   // option bytes and a pattern of codes/activations ---

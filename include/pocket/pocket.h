@@ -101,6 +101,17 @@ struct GenerationOptions {
   // the fraction of its new tokens processed; return false to stop (stop
   // reason "cancelled"; the batches done stay in the KV cache).
   std::function<bool(float)> on_prefill_progress;
+  // Structured output: the output must match this constraint (JSON Schema,
+  // any JSON, regex, list of choices or GBNF grammar); end-of-sequence only
+  // where it is complete. An unsupported schema keyword or a bad grammar is
+  // an Error naming it. kind: "" (none), "json-schema", "json", "regex",
+  // "choice", "grammar".
+  struct Constraint {
+    std::string kind;
+    std::string text;                  // the schema, regex or GBNF text
+    std::vector<std::string> choices;  // for "choice"
+    int json_whitespace = 0;           // JSON: whitespace allowed between tokens (0 = compact)
+  } constraint;
 };
 
 struct GenerationStats {
@@ -113,6 +124,9 @@ struct GenerationStats {
   // "eos", "stop string", "max tokens", "context full", "stopped by caller"
   // (the text callback returned false), "cancelled" (Engine::cancel)
   std::string stop_reason;
+  // With a constraint: the output is a complete match ("constraint
+  // complete" or "eos" stops); false when it ran out of tokens or context.
+  bool constraint_complete = false;
 };
 
 // Called with each piece of generated text (always complete UTF-8); return

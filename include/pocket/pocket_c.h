@@ -222,6 +222,18 @@ typedef struct pocket_generate_options {
    * part done stays in the KV cache and a later call reuses it). */
   pocket_progress_fn on_prefill_progress;
   void* prefill_user_data;
+  /* Structured output (appended): the output
+   * must match the constraint; end-of-sequence only where it is complete.
+   * constraint_kind: NULL or "" (none), "json-schema", "json", "regex",
+   * "choice", "grammar" (GBNF). constraint_text: the schema, regex or
+   * grammar (NUL-terminated; unused for "json" and "choice"). For "choice",
+   * n_choices strings in choices. A bad schema or grammar fails the call
+   * with POCKET_ERR_INVALID_ARGUMENT and a message naming the problem. */
+  const char* constraint_kind;
+  const char* constraint_text;
+  const char* const* choices;
+  uint32_t n_choices;
+  int32_t json_whitespace; /* JSON: whitespace characters allowed between tokens, 0-64 (default 0: compact) */
 } pocket_generate_options;
 
 POCKET_API void pocket_generate_options_init(pocket_generate_options* options);
@@ -233,10 +245,11 @@ typedef enum pocket_stop_reason {
   POCKET_STOP_MAX_TOKENS = 3,
   POCKET_STOP_CONTEXT_FULL = 4,
   POCKET_STOP_CALLBACK = 5,    /* the text callback returned nonzero */
-  POCKET_STOP_CANCELLED = 6    /* pocket_session_cancel */
+  POCKET_STOP_CANCELLED = 6,   /* pocket_session_cancel */
+  POCKET_STOP_CONSTRAINT = 7   /* the constraint is complete and nothing can follow */
 } pocket_stop_reason;
 
-/* "eos", "stop string", "max tokens", "context full", "stopped by caller", "cancelled". */
+/* "eos", "stop string", "max tokens", "context full", "stopped by caller", "cancelled", "constraint complete". */
 POCKET_API const char* pocket_stop_reason_name(int reason);
 
 typedef struct pocket_stats {
@@ -248,6 +261,8 @@ typedef struct pocket_stats {
   int32_t context_used;     /* tokens in the session's KV cache after the call */
   double prefill_seconds;
   double decode_seconds;
+  int32_t constraint_complete; /* with a constraint: 1 when the output is a complete match (appended) */
+  int32_t reserved;            /* zero */
 } pocket_stats;
 
 /* Continues `prompt` as plain text (no chat template), streaming pieces to

@@ -15,7 +15,9 @@
 #include "pocket/pocket_c.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -196,18 +198,54 @@ void need_out(T* p, const char* name) {
 
 // ---- extensible structs -----------------------------------------------------
 
-// The caller's `in` (struct_size bytes) over `out` (holding the defaults).
+// Every size this library has shipped for T, oldest first: fields are only
+// appended, and each release that appends adds the new sizeof here (an app
+// built against an older header sends an older size and keeps working).
+template <class T>
+struct ShippedSizes {
+  static constexpr size_t sizes[] = {sizeof(T)};
+};
+template <>
+struct ShippedSizes<pocket_generate_options> {  // + structured output (constraint_*)
+  static constexpr size_t sizes[] = {offsetof(pocket_generate_options, constraint_kind),
+                                     sizeof(pocket_generate_options)};
+};
+template <>
+struct ShippedSizes<pocket_stats> {  // + constraint_complete
+  static constexpr size_t sizes[] = {offsetof(pocket_stats, constraint_complete), sizeof(pocket_stats)};
+};
+
+template <class T>
+std::string shipped_sizes_text() {
+  std::string s;
+  for (size_t n : ShippedSizes<T>::sizes) s += (s.empty() ? "" : ", ") + std::to_string(n);
+  return s;
+}
+
+// Refuses a struct_size below every version, or between two versions (not
+// the size of any header's struct: a caller that set it by hand wrongly).
+template <class T>
+void check_struct_size(size_t n, const char* type, bool options) {
+  constexpr auto& sizes = ShippedSizes<T>::sizes;
+  const std::string how = options ? std::string(" (set it with ") + type + "_init or to sizeof(" + type + "))"
+                                  : std::string(" (set it to sizeof(") + type + "))";
+  if (n < sizes[0])
+    refuse(POCKET_ERR_INVALID_ARGUMENT,
+           std::string(type) + ".struct_size is " + std::to_string(n) + ", smaller than any version of the struct" + how);
+  if (n < sizeof(T) && std::find(std::begin(sizes), std::end(sizes), n) == std::end(sizes))
+    refuse(POCKET_ERR_INVALID_ARGUMENT, std::string(type) + ".struct_size is " + std::to_string(n) +
+                                            ", not the size of any version of the struct (" + shipped_sizes_text<T>() +
+                                            " bytes)" + how);
+}
+
+// The caller's `in` (struct_size bytes) over `out` (holding the defaults):
+// an older, smaller struct leaves the fields it lacks at their defaults.
 template <class T>
 void read_struct(const T* in, T& out, const char* type) {
   static_assert(std::is_trivially_copyable_v<T>);
   if (in == nullptr) return;
   const size_t n = in->struct_size;
-  // Every size this library has shipped for T (one so far: fields are only
-  // appended, and each release adds its new sizeof here).
-  if (n < sizeof(T))
-    refuse(POCKET_ERR_INVALID_ARGUMENT, std::string(type) + ".struct_size is " + std::to_string(n) +
-                                            ", smaller than any version of the struct (set it with " + type +
-                                            "_init or to sizeof(" + type + "))");
+  check_struct_size<T>(n, type, true);
   const auto* bytes = reinterpret_cast<const unsigned char*>(in);
   for (size_t i = sizeof(T); i < n; ++i)
     if (bytes[i] != 0)
@@ -215,7 +253,7 @@ void read_struct(const T* in, T& out, const char* type) {
                                          ") does not know: byte " + std::to_string(i) + " of " + std::to_string(n) +
                                          " is not zero, and this library's " + type + " has " +
                                          std::to_string(sizeof(T)) + " bytes");
-  std::memcpy(&out, in, sizeof(T));
+  std::memcpy(&out, in, std::min(n, sizeof(T)));
   out.struct_size = sizeof(T);
 }
 
@@ -223,20 +261,18 @@ void read_struct(const T* in, T& out, const char* type) {
 template <class T>
 void check_result_struct(const T* out, const char* type) {
   if (out == nullptr) return;
-  if (out->struct_size < sizeof(T))
-    refuse(POCKET_ERR_INVALID_ARGUMENT, std::string(type) + ".struct_size is " + std::to_string(out->struct_size) +
-                                            ", smaller than any version of the struct (set it to sizeof(" + type +
-                                            "))");
+  check_struct_size<T>(out->struct_size, type, false);
 }
 
-// Writes `value` over the part of `out` that this library knows; bytes
-// beyond (fields of a newer header) are left as the caller set them.
+// Writes `value` over the part of `out` that both this library and the
+// caller's struct know; bytes beyond (fields of a newer header) are left as
+// the caller set them, and an older caller's struct is not written past its end.
 template <class T>
 void write_struct(T* out, T value) {
   if (out == nullptr) return;
   const uint32_t caller_size = out->struct_size;
   value.struct_size = caller_size;
-  std::memcpy(out, &value, sizeof(T));
+  std::memcpy(out, &value, std::min<size_t>(caller_size, sizeof(T)));
 }
 
 pocket::LogLevel log_level_of(int32_t level) {
@@ -272,11 +308,23 @@ pocket::GenerationOptions generation_options(const pocket_generate_options* in) 
       refuse(POCKET_ERR_INVALID_ARGUMENT, "pocket_generate_options.stop[" + std::to_string(i) + "] is NULL");
     g.stop.emplace_back(o.stop[i]);
   }
+  if (o.constraint_kind != nullptr && *o.constraint_kind) {
+    g.constraint.kind = o.constraint_kind;
+    if (o.constraint_text != nullptr) g.constraint.text = o.constraint_text;
+    if (o.n_choices > 0 && o.choices == nullptr)
+      refuse(POCKET_ERR_INVALID_ARGUMENT, "pocket_generate_options.choices is NULL but n_choices is " + std::to_string(o.n_choices));
+    for (uint32_t i = 0; i < o.n_choices; ++i) {
+      if (o.choices[i] == nullptr)
+        refuse(POCKET_ERR_INVALID_ARGUMENT, "pocket_generate_options.choices[" + std::to_string(i) + "] is NULL");
+      g.constraint.choices.emplace_back(o.choices[i]);
+    }
+    g.constraint.json_whitespace = o.json_whitespace;
+  }
   return g;
 }
 
 int32_t stop_reason_of(const std::string& name) {
-  for (int r = POCKET_STOP_EOS; r <= POCKET_STOP_CANCELLED; ++r)
+  for (int r = POCKET_STOP_EOS; r <= POCKET_STOP_CONSTRAINT; ++r)
     if (name == pocket_stop_reason_name(r)) return r;
   return POCKET_STOP_NONE;
 }
@@ -288,7 +336,7 @@ pocket_status run_generation(const char* fn, pocket_session* session, const char
                              pocket_stats* stats, Call&& call) noexcept {
   std::shared_ptr<SessionEntry> entry;
   const pocket::SharedModel* model = nullptr;
-  if (stats != nullptr && stats->struct_size >= sizeof(pocket_stats)) {
+  if (stats != nullptr && stats->struct_size >= ShippedSizes<pocket_stats>::sizes[0]) {
     pocket_stats zero{};
     write_struct(stats, zero);
   }
@@ -315,6 +363,7 @@ pocket_status run_generation(const char* fn, pocket_session* session, const char
     out.context_used = s.context_used;
     out.prefill_seconds = s.prefill_seconds;
     out.decode_seconds = s.decode_seconds;
+    out.constraint_complete = s.constraint_complete ? 1 : 0;
     write_struct(stats, out);
   });
 }
@@ -381,6 +430,8 @@ const char* pocket_stop_reason_name(int reason) {
       return "stopped by caller";
     case POCKET_STOP_CANCELLED:
       return "cancelled";
+    case POCKET_STOP_CONSTRAINT:
+      return "constraint complete";
   }
   return "none";
 }

@@ -1,5 +1,8 @@
 #include "generate/session.h"
 
+#include <limits>
+#include <optional>
+
 #include "generate/text_stream.h"
 #include "util/error.h"
 
@@ -9,6 +12,28 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+// Masks the logits of the tokens the constraint excludes (and any logits
+// past the tokenizer's vocabulary); returns the microseconds it took to get
+// the mask.
+float apply_constraint(constrain::Matcher& m, std::span<float> logits) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::span<const uint64_t> mask = m.mask();
+  const float us = static_cast<float>(seconds_since(t0) * 1e6);
+  const size_t n = logits.size();
+  bool any = false;
+  for (size_t w = 0; w < mask.size(); ++w) {
+    uint64_t bits = mask[w];
+    any |= bits != 0;
+    if (bits == ~uint64_t{0}) continue;
+    const size_t base = w * 64, end = std::min(n, base + 64);
+    for (size_t i = base; i < end; ++i)
+      if (!((bits >> (i - base)) & 1)) logits[i] = -std::numeric_limits<float>::infinity();
+  }
+  for (size_t i = mask.size() * 64; i < n; ++i) logits[i] = -std::numeric_limits<float>::infinity();
+  if (!any) fail("constraint: no token of the vocabulary can continue the output here");
+  return us;
+}
+
 }  // namespace
 
 const char* stop_reason_name(GenerateResult::Stop s) {
@@ -25,6 +50,8 @@ const char* stop_reason_name(GenerateResult::Stop s) {
       return "stopped by caller";
     case GenerateResult::Stop::Cancelled:
       return "cancelled";
+    case GenerateResult::Stop::ConstraintEnd:
+      return "constraint complete";
   }
   return "?";
 }
@@ -148,10 +175,27 @@ GenerateResult Session::generate(std::span<const int32_t> input, const GenerateO
     r.text += piece;
     return on_text ? on_text(piece) : true;
   };
+  std::optional<constrain::Matcher> matcher;
+  if (opt.constraint) {
+    matcher.emplace(opt.constraint->matcher());
+    r.constraint_used = true;
+    // The text must be exactly the bytes the matcher saw: no SentencePiece
+    // leading-space stripping at the start of the continuation.
+    stream.continue_after(INT32_MAX);
+  }
   t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < opt.max_tokens; ++i) {
+    if (matcher && matcher->complete()) {
+      r.stop = GenerateResult::Stop::ConstraintEnd;
+      break;
+    }
+    if (matcher) r.mask_us.push_back(apply_constraint(*matcher, logits));
     int32_t next = sampler.sample(logits, history);
-    if (opt.stop_at_eos && tok_->is_eos(next)) {
+    // Sampling never picks a masked token (probability 0); greedy over the
+    // masked logits is the fallback should rounding ever leave one.
+    if (matcher && !matcher->would_accept(next)) next = argmax(logits);
+    if (matcher && !matcher->advance(next)) fail("constraint: no allowed token to sample");
+    if ((opt.stop_at_eos || matcher) && tok_->is_eos(next)) {
       r.stop = GenerateResult::Stop::Eos;
       r.eos_token = next;
       break;
@@ -179,6 +223,7 @@ GenerateResult Session::generate(std::span<const int32_t> input, const GenerateO
     cached_.push_back(next);
   }
   emit(stream.finish());
+  if (matcher) r.constraint_complete = matcher->accepting() && r.stop != GenerateResult::Stop::StopString;
   r.decode_seconds = seconds_since(t0);
   return r;
 }

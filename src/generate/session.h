@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "constrain/constraint.h"
 #include "generate/sampler.h"
 #include "model/model.h"
 #include "util/thread_pool.h"
@@ -34,6 +35,10 @@ struct GenerateOptions {
   // (not reused) tokens processed; returning false ends the call there
   // (Stop::Cancelled).
   std::function<bool(float)> prefill_progress;
+  // Structured output (src/constrain/): only tokens the constraint allows
+  // are sampled (the mask is applied before sampling truncation), and
+  // end-of-sequence only where the output is a complete match.
+  std::shared_ptr<const constrain::Constraint> constraint;
 };
 
 struct GenerateResult {
@@ -42,8 +47,12 @@ struct GenerateResult {
   int prompt_tokens = 0;        // tokens in the input sequence
   int reused_tokens = 0;        // of those, already in the cache
   double prefill_seconds = 0, decode_seconds = 0;
-  enum class Stop { Eos, StopString, MaxTokens, ContextFull, Callback, Cancelled } stop = Stop::MaxTokens;
+  enum class Stop { Eos, StopString, MaxTokens, ContextFull, Callback, Cancelled, ConstraintEnd } stop = Stop::MaxTokens;
   int32_t eos_token = -1;       // the end-of-sequence id that ended generation, if any
+  // With a constraint: whether the text is a complete match. False when max
+  // tokens, the context, a stop string or the caller ended it first.
+  bool constraint_used = false, constraint_complete = false;
+  std::vector<float> mask_us;   // per sampled token: time to get its mask (microseconds)
 };
 
 const char* stop_reason_name(GenerateResult::Stop s);

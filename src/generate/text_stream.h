@@ -20,6 +20,8 @@ class TextStream {
   // Returns whatever is still held back (at the end of generation).
   std::string finish();
   bool stopped() const { return stopped_; }
+  // The text continues after token `prev` (see StreamDecoder::continue_after).
+  void continue_after(int32_t prev) { decoder_.continue_after(prev); }
 
  private:
   std::string release();

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <mutex>
 
+#include "constrain/constraint.h"
 #include "generate/chat_session.h"
 #include "generate/session.h"
 #include "kernels/kernels.h"
@@ -83,6 +84,26 @@ struct Engine::Impl {
   std::atomic<uint64_t> call{0};
   std::atomic<uint64_t> cancel{0};
   std::atomic<int> threads{0};  // the session's, readable from any thread
+  // The vocabulary as constraints see it, built at the first constrained call.
+  std::shared_ptr<const constrain::VocabIndex> vocab_index;
+
+  // Compiles options.constraint (if any) into g.
+  void constrain(const GenerationOptions& options, GenerateOptions& g) {
+    const auto& c = options.constraint;
+    if (c.kind.empty()) return;
+    using Kind = constrain::ConstraintSpec::Kind;
+    constrain::ConstraintSpec spec;
+    for (Kind k : {Kind::JsonSchema, Kind::Json, Kind::Regex, Kind::Choice, Kind::Grammar})
+      if (c.kind == constrain::kind_name(k)) spec.kind = k;
+    if (spec.kind == Kind::None)
+      fail_as(ErrorCode::InvalidArgument, "constraint kind '", c.kind,
+              "' is not one of json-schema, json, regex, choice, grammar");
+    spec.text = c.text;
+    spec.choices = c.choices;
+    spec.json_max_ws = c.json_whitespace;
+    if (!vocab_index) vocab_index = constrain::VocabIndex::build(*model->tokenizer);
+    g.constraint = constrain::compile_constraint(spec, vocab_index);
+  }
 
   void new_chat() {
     chat = std::make_unique<ChatSession>(*session, ChatTemplate(model->chat_format), options.system_prompt,
@@ -141,6 +162,7 @@ void fill(GenerationStats* s, const GenerateResult& r, const Session& session) {
   s->prefill_seconds = r.prefill_seconds;
   s->decode_seconds = r.decode_seconds;
   s->stop_reason = stop_reason_name(r.stop);
+  s->constraint_complete = r.constraint_complete;
 }
 
 }  // namespace
@@ -182,6 +204,7 @@ std::string Engine::generate(const std::string& prompt, const GenerationOptions&
                              GenerationStats* stats) {
   CallScope scope(impl_->call, "generate");
   GenerateOptions g = with_cancel(options, impl_->cancel, scope.id());
+  impl_->constrain(options, g);
   EncodeOptions eo;
   eo.add_bos = impl_->model->tokenizer->vocab().add_bos;
   auto ids = impl_->model->tokenizer->encode(prompt, eo);
@@ -193,7 +216,9 @@ std::string Engine::generate(const std::string& prompt, const GenerationOptions&
 std::string Engine::chat(const std::string& user_message, const GenerationOptions& options,
                          const TextCallback& on_text, GenerationStats* stats) {
   CallScope scope(impl_->call, "chat");
-  auto r = impl_->chat->send(user_message, with_cancel(options, impl_->cancel, scope.id()), on_text);
+  GenerateOptions g = with_cancel(options, impl_->cancel, scope.id());
+  impl_->constrain(options, g);
+  auto r = impl_->chat->send(user_message, g, on_text);
   fill(stats, r, *impl_->session);
   return r.text;
 }

@@ -89,6 +89,10 @@ class StreamDecoder {
   std::string push(int32_t id);
   // Emits the leftover bytes (an incomplete sequence) as U+FFFD and resets.
   std::string flush();
+  // Decodes as a continuation after token `prev` (a SentencePiece leading
+  // space is kept unless prev is BOS or negative), for output that must
+  // match the tokens' bytes exactly.
+  void continue_after(int32_t prev) { prev_ = prev; }
 
  private:
   const Tokenizer& tok_;

@@ -326,7 +326,12 @@ TEST(CApi, StructLayoutsAreFrozen) {
   EXPECT_EQ(offsetof(pocket_generate_options, stop), 48u);
   EXPECT_EQ(offsetof(pocket_generate_options, on_prefill_progress), 56u);
   EXPECT_EQ(offsetof(pocket_generate_options, prefill_user_data), 64u);
-  EXPECT_EQ(sizeof(pocket_generate_options), 72u);
+  EXPECT_EQ(offsetof(pocket_generate_options, constraint_kind), 72u);  // appended: structured output
+  EXPECT_EQ(offsetof(pocket_generate_options, constraint_text), 80u);
+  EXPECT_EQ(offsetof(pocket_generate_options, choices), 88u);
+  EXPECT_EQ(offsetof(pocket_generate_options, n_choices), 96u);
+  EXPECT_EQ(offsetof(pocket_generate_options, json_whitespace), 100u);
+  EXPECT_EQ(sizeof(pocket_generate_options), 104u);
   EXPECT_EQ(offsetof(pocket_stats, prompt_tokens), 4u);
   EXPECT_EQ(offsetof(pocket_stats, reused_tokens), 8u);
   EXPECT_EQ(offsetof(pocket_stats, generated_tokens), 12u);
@@ -334,7 +339,9 @@ TEST(CApi, StructLayoutsAreFrozen) {
   EXPECT_EQ(offsetof(pocket_stats, context_used), 20u);
   EXPECT_EQ(offsetof(pocket_stats, prefill_seconds), 24u);
   EXPECT_EQ(offsetof(pocket_stats, decode_seconds), 32u);
-  EXPECT_EQ(sizeof(pocket_stats), 40u);
+  EXPECT_EQ(offsetof(pocket_stats, constraint_complete), 40u);  // appended: structured output
+  EXPECT_EQ(offsetof(pocket_stats, reserved), 44u);
+  EXPECT_EQ(sizeof(pocket_stats), 48u);
   EXPECT_EQ(sizeof(pocket_status), 4u);
 }
 

@@ -66,6 +66,7 @@ TEST(Cli, BadInputGivesOneClearError) {
       {"run -m " + stories() + " --draft bogus", "", "--draft", 2},
       {"run -m " + stories() + " --draft model", "", "--draft-model FILE", 1},
       {"run -m " + stories() + " --draft-model /nonexistent/draft.gguf", "", "/nonexistent/draft.gguf", 1},
+      {"run -m " + stories() + " --draft lookup --choice yes --choice no", "", "cannot be combined with speculative decoding", 1},
       {"info " + pocket::test::stories_tokenizer(), "", "tok512.bin", 1},
       {"frobnicate", "", "frobnicate", 2},
       {"info", "", "model", 2},

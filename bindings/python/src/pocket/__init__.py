@@ -46,7 +46,7 @@ __all__ = [
 Message = Mapping[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
 
 _LOG_LEVELS = ("debug", "info", "warning", "error")  # pocket_log_level's order
-_STOP_REASONS = ("none", "eos", "stop_string", "max_tokens", "context_full", "callback", "cancelled")
+_STOP_REASONS = ("none", "eos", "stop_string", "max_tokens", "context_full", "callback", "cancelled", "constraint")
 
 
 def version() -> str:
@@ -66,7 +66,7 @@ class Stats:
     prompt_tokens: int  # tokens the model was given
     reused_tokens: int  # of those, already in the KV cache (earlier chat turns)
     generated_tokens: int
-    stop_reason: str  # "eos", "stop_string", "max_tokens", "context_full", "callback", "cancelled"
+    stop_reason: str  # "eos", "stop_string", "max_tokens", "context_full", "callback", "cancelled", "constraint"
     context_used: int  # tokens in the session's KV cache after the call
     prefill_seconds: float
     decode_seconds: float

@@ -2,7 +2,7 @@ package dev.pocket;
 
 /** Why a generation stopped (pocket_stop_reason in pocket_c.h, same order). */
 public enum StopReason {
-  NONE, EOS, STOP_STRING, MAX_TOKENS, CONTEXT_FULL, CALLBACK, CANCELLED;
+  NONE, EOS, STOP_STRING, MAX_TOKENS, CONTEXT_FULL, CALLBACK, CANCELLED, CONSTRAINT;
 
   static StopReason of(int code) {
     StopReason[] all = values();

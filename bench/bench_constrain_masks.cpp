@@ -1,0 +1,95 @@
+// Pocket's side of tools/constrain/peer_bench.py: compiles each JSON Schema of
+// a folder for one tokenizer and replays given token walks through the
+// matcher, timing the compile and each token mask, and (optionally) writing
+// every mask so the script can compare it with xgrammar's and llguidance's.
+//
+//   bench_constrain_masks TOKENIZER.json SCHEMA_DIR WALKS.json OUT.json [MASK_DIR]
+//
+// WALKS.json: {"schema file name": [token ids], ...}. For each schema the
+// masks of the start state and after each token are timed (steps =
+// tokens + 1); a token the mask does not allow ends that walk there
+// ("rejected_at" in OUT.json). MASK_DIR/<schema>.bits: the masks, one row
+// of vocab_words() little-endian uint64 per step.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "constrain/constraint.h"
+#include "formats/external_vocab.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace {
+
+std::string read_all(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) pocket::fail("cannot read ", path);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+double us_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int run(int argc, char** argv) {
+  if (argc < 5) {
+    std::fprintf(stderr, "usage: %s TOKENIZER.json SCHEMA_DIR WALKS.json OUT.json [MASK_DIR]\n", argv[0]);
+    return 2;
+  }
+  const std::string schema_dir = argv[2], mask_dir = argc > 5 ? argv[5] : "";
+  auto tok = pocket::Tokenizer::create(pocket::load_tokenizer_file(argv[1], 0, nullptr));
+  auto t0 = std::chrono::steady_clock::now();
+  auto vocab = pocket::constrain::VocabIndex::build(*tok);
+  nlohmann::json out;
+  out["vocab_size"] = vocab->vocab_size;
+  out["vocab_index_ms"] = us_since(t0) / 1000.0;
+  const auto walks = nlohmann::json::parse(read_all(argv[3]));
+  for (auto& [name, ids] : walks.items()) {
+    nlohmann::json r;
+    pocket::constrain::ConstraintSpec spec;
+    spec.kind = pocket::constrain::ConstraintSpec::Kind::JsonSchema;
+    spec.text = read_all(schema_dir + "/" + name);
+    try {
+      t0 = std::chrono::steady_clock::now();
+      auto c = pocket::constrain::compile_constraint(spec, vocab);
+      r["compile_ms"] = us_since(t0) / 1000.0;
+      auto m = c->matcher();
+      std::vector<double> mask_us;
+      std::ofstream bits;
+      if (!mask_dir.empty()) bits.open(mask_dir + "/" + name + ".bits", std::ios::binary);
+      r["rejected_at"] = -1;
+      for (size_t i = 0; i <= ids.size(); ++i) {
+        t0 = std::chrono::steady_clock::now();
+        auto mask = m.mask();
+        mask_us.push_back(us_since(t0));
+        if (bits) bits.write(reinterpret_cast<const char*>(mask.data()), static_cast<std::streamsize>(mask.size_bytes()));
+        if (i == ids.size()) break;
+        if (!m.advance(ids[i].get<int32_t>())) {
+          r["rejected_at"] = i;
+          break;
+        }
+      }
+      r["mask_us"] = mask_us;
+      r["accepting"] = m.accepting();
+    } catch (const std::exception& e) {
+      r["error"] = e.what();
+    }
+    out["schemas"][name] = r;
+  }
+  std::ofstream(argv[4]) << out.dump() << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_constrain_masks: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,200 @@
+#include "constrain/matcher.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace pocket::constrain {
+
+namespace {
+constexpr int32_t kUnknown = -2, kDead = -1;
+constexpr size_t kMaxStates = 1'000'000, kMaxNodes = 4'000'000, kMaxStacks = 4096;
+uint64_t key(int32_t pos, int32_t parent) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent + 1);
+}
+}  // namespace
+
+CompiledGrammar::CompiledGrammar(Grammar g) : sets(std::move(g.sets)), root(g.root) {
+  starts.resize(g.rules.size());
+  for (size_t r = 0; r < g.rules.size(); ++r)
+    for (auto& alt : g.rules[r].alts) {
+      starts[r].push_back(static_cast<int32_t>(flat.size()));
+      for (auto& e : alt) flat.push_back(e.is_ref ? -(e.index + 1) : e.index);
+      flat.push_back(kEnd);
+    }
+}
+
+size_t Matcher::KeyHash::operator()(const std::vector<int32_t>& k) const {
+  uint64_t h = 1469598103934665603ull;
+  for (int32_t x : k) h = (h ^ static_cast<uint32_t>(x)) * 1099511628211ull;
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
+Matcher::Matcher(std::shared_ptr<const CompiledGrammar> g, std::shared_ptr<const VocabIndex> vocab)
+    : g_(std::move(g)), v_(std::move(vocab)) {
+  std::vector<std::pair<int32_t, int32_t>> work;
+  for (int32_t s : g_->starts[g_->root]) work.emplace_back(s, -1);
+  history_.push_back(close(work));
+}
+
+int32_t Matcher::intern_node(int32_t pos, int32_t parent) {
+  auto [it, fresh] = node_ids_.try_emplace(key(pos, parent), static_cast<int32_t>(nodes_.size()));
+  if (fresh) {
+    if (nodes_.size() >= kMaxNodes)
+      fail_as(ErrorCode::InvalidArgument, "constraint: the parser state grew past ", kMaxNodes,
+              " stack entries (a grammar too ambiguous to follow)");
+    nodes_.emplace_back(pos, parent);
+  }
+  return it->second;
+}
+
+// Expands the (position, parent) pairs in `work` until every stack's top is
+// a byte set, and interns the resulting state (kDead when nothing is left).
+int32_t Matcher::close(std::vector<std::pair<int32_t, int32_t>>& work) {
+  seen_.clear();
+  scratch_.clear();
+  bool accept = false;
+  const auto& flat = g_->flat;
+  while (!work.empty()) {
+    auto [pos, parent] = work.back();
+    work.pop_back();
+    if (!seen_.insert(key(pos, parent)).second) continue;
+    const int32_t e = flat[pos];
+    if (e == CompiledGrammar::kEnd) {
+      if (parent < 0)
+        accept = true;
+      else
+        work.push_back(nodes_[parent]);
+    } else if (e >= 0) {
+      scratch_.push_back(intern_node(pos, parent));
+      if (scratch_.size() > kMaxStacks)
+        fail_as(ErrorCode::InvalidArgument, "constraint: more than ", kMaxStacks,
+                " parses alive at once (a grammar too ambiguous to follow; make its alternatives distinct)");
+    } else {
+      const int32_t cont = pos + 1;
+      const int32_t np = flat[cont] == CompiledGrammar::kEnd ? parent : intern_node(cont, parent);
+      for (int32_t s : g_->starts[-(e + 1)]) work.emplace_back(s, np);
+    }
+  }
+  if (scratch_.empty() && !accept) return kDead;
+  std::sort(scratch_.begin(), scratch_.end());
+  scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
+  if (accept) scratch_.push_back(INT32_MIN);
+  auto [it, fresh] = state_ids_.try_emplace(scratch_, static_cast<int32_t>(states_.size()));
+  if (fresh) {
+    if (states_.size() >= kMaxStates)
+      fail_as(ErrorCode::InvalidArgument, "constraint: more than ", kMaxStates, " parser states (grammar too complex)");
+    State st;
+    st.accept = accept;
+    st.nodes.assign(scratch_.begin(), scratch_.end() - (accept ? 1 : 0));
+    for (int32_t n : st.nodes) st.bytes |= g_->sets[flat[nodes_[n].first]];
+    states_.push_back(std::move(st));
+    trans_.resize(trans_.size() + 256, kUnknown);
+  }
+  return it->second;
+}
+
+int32_t Matcher::step(int32_t s, uint8_t b) {
+  const int32_t t = trans_[static_cast<size_t>(s) * 256 + b];
+  if (t != kUnknown) return t;
+  int32_t next = kDead;
+  if (states_[s].bytes.test(b)) {
+    std::vector<std::pair<int32_t, int32_t>> work;
+    for (int32_t n : states_[s].nodes) {
+      auto [pos, parent] = nodes_[n];
+      if (g_->sets[g_->flat[pos]].test(b)) work.emplace_back(pos + 1, parent);
+    }
+    next = close(work);
+  }
+  trans_[static_cast<size_t>(s) * 256 + b] = next;
+  return next;
+}
+
+int32_t Matcher::walk(int32_t s, std::string_view bytes) {
+  for (char c : bytes) {
+    s = step(s, static_cast<uint8_t>(c));
+    if (s < 0) return s;
+  }
+  return s;
+}
+
+void Matcher::compute_mask(int32_t s) {
+  std::vector<uint64_t> m(v_->mask_words(), 0);
+  const auto& byte = v_->node_byte;
+  const auto& depth = v_->node_depth;
+  const auto& skip = v_->node_skip;
+  const auto& tok = v_->node_tok;
+  const int32_t n = static_cast<int32_t>(byte.size());
+  std::vector<int32_t> st(static_cast<size_t>(v_->max_depth) + 1);
+  st[0] = s;
+  for (int32_t i = 0; i < n;) {
+    const int d = depth[i];
+    const int32_t from = st[d - 1];
+    const uint8_t b = byte[i];
+    int32_t t = trans_[static_cast<size_t>(from) * 256 + b];
+    if (t == kUnknown) t = step(from, b);
+    if (t < 0) {
+      i = skip[i];
+      continue;
+    }
+    st[d] = t;
+    for (int32_t k = tok[i]; k < tok[i + 1]; ++k) {
+      const int32_t id = v_->tok_ids[k];
+      m[id >> 6] |= uint64_t{1} << (id & 63);
+    }
+    ++i;
+  }
+  if (states_[s].accept)
+    for (int32_t e : v_->eos_ids) m[e >> 6] |= uint64_t{1} << (e & 63);
+  states_[s].mask = static_cast<int32_t>(masks_.size());
+  masks_.push_back(std::move(m));
+}
+
+std::span<const uint64_t> Matcher::mask() {
+  const int32_t s = history_.back();
+  ++mask_calls_;
+  if (states_[s].mask < 0)
+    compute_mask(s);
+  else
+    ++mask_hits_;
+  return masks_[states_[s].mask];
+}
+
+bool Matcher::would_accept(int32_t token) {
+  if (token < 0 || token >= v_->vocab_size) return false;
+  const int32_t s = history_.back();
+  if (std::find(v_->eos_ids.begin(), v_->eos_ids.end(), token) != v_->eos_ids.end()) return states_[s].accept;
+  if (v_->excluded[token]) return false;
+  return walk(s, v_->bytes[token]) >= 0;
+}
+
+bool Matcher::advance(int32_t token) {
+  if (!would_accept(token)) return false;
+  const int32_t s = history_.back();
+  const bool eos = std::find(v_->eos_ids.begin(), v_->eos_ids.end(), token) != v_->eos_ids.end();
+  history_.push_back(eos ? s : walk(s, v_->bytes[token]));
+  return true;
+}
+
+bool Matcher::advance_bytes(std::string_view bytes) {
+  const int32_t t = walk(history_.back(), bytes);
+  if (t < 0) return false;
+  history_.push_back(t);
+  return true;
+}
+
+void Matcher::rollback(int n) {
+  if (n < 0 || n > advances()) fail_as(ErrorCode::InvalidArgument, "constraint: cannot roll back ", n, " of ", advances(), " tokens");
+  history_.resize(history_.size() - n);
+}
+
+void Matcher::reset() { history_.resize(1); }
+
+bool Matcher::accepting() const { return states_[history_.back()].accept; }
+bool Matcher::can_continue() const { return !states_[history_.back()].bytes.empty(); }
+
+Matcher::Stats Matcher::stats() const {
+  return {mask_calls_, mask_hits_, static_cast<int64_t>(states_.size()), static_cast<int64_t>(nodes_.size())};
+}
+
+}  // namespace pocket::constrain

@@ -1,0 +1,99 @@
+// The matcher: follows bytes through a grammar and computes token masks.
+//
+// A parse position is a stack of grammar positions (a pushdown automaton);
+// a matcher state is the set of stacks alive after the bytes so far, with
+// stacks interned as shared linked nodes so equal states are equal ids. Tail
+// calls do not grow the stack, so repetitions (x*) return to the same state.
+// Transitions (state, byte) -> state are memoized, which makes the matcher a
+// lazily built DFA over the states it meets; the mask of a state is one pass
+// over the vocabulary trie in preorder, skipping every subtree whose prefix
+// is rejected, and is cached per state. Inside a JSON string, a number or a
+// regular part of a grammar the state repeats, so most tokens cost a cache
+// lookup.
+//
+// Also the hook for speculative decoding: would_accept() checks a drafted
+// token without moving, advance() moves by one token, rollback(n) undoes the
+// last n advances.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "constrain/grammar.h"
+#include "constrain/vocab_index.h"
+
+namespace pocket::constrain {
+
+// A grammar in the flat form the matcher walks.
+class CompiledGrammar {
+ public:
+  explicit CompiledGrammar(Grammar g);
+  static constexpr int32_t kEnd = INT32_MIN;
+  // Element at a position: >= 0 a byte set, kEnd the end of an alternative,
+  // otherwise a reference to rule -(e + 1).
+  std::vector<int32_t> flat;
+  std::vector<std::vector<int32_t>> starts;  // per rule, the first position of each alternative
+  std::vector<ByteSet> sets;
+  int root = 0;
+};
+
+class Matcher {
+ public:
+  Matcher(std::shared_ptr<const CompiledGrammar> g, std::shared_ptr<const VocabIndex> vocab);
+
+  // Bit i set: token i may come next (end-of-sequence ids only where the
+  // grammar accepts). Cached per state.
+  std::span<const uint64_t> mask();
+  bool would_accept(int32_t token);
+  // Moves by one token; false (and no move) when the token is not allowed.
+  bool advance(int32_t token);
+  // Moves by raw bytes (tests, prefixes); false (and no move) when rejected.
+  bool advance_bytes(std::string_view bytes);
+  // Undoes the last n advances (n <= advances()).
+  void rollback(int n);
+  int advances() const { return static_cast<int>(history_.size()) - 1; }
+  void reset();
+
+  bool accepting() const;     // the bytes so far are a complete match
+  bool can_continue() const;  // some byte may still follow
+  bool complete() const { return accepting() && !can_continue(); }
+
+  struct Stats {
+    int64_t masks = 0, mask_hits = 0, states = 0, nodes = 0;
+  };
+  Stats stats() const;
+
+ private:
+  struct State {
+    std::vector<int32_t> nodes;
+    bool accept = false;
+    ByteSet bytes;
+    int32_t mask = -1;  // index into masks_
+  };
+  int32_t step(int32_t s, uint8_t b);
+  int32_t walk(int32_t s, std::string_view bytes);
+  int32_t intern_node(int32_t pos, int32_t parent);
+  int32_t close(std::vector<std::pair<int32_t, int32_t>>& work);
+  void compute_mask(int32_t s);
+
+  std::shared_ptr<const CompiledGrammar> g_;
+  std::shared_ptr<const VocabIndex> v_;
+  std::vector<std::pair<int32_t, int32_t>> nodes_;  // (position, parent node or -1)
+  std::unordered_map<uint64_t, int32_t> node_ids_;
+  std::vector<State> states_;
+  struct KeyHash {
+    size_t operator()(const std::vector<int32_t>& k) const;
+  };
+  std::unordered_map<std::vector<int32_t>, int32_t, KeyHash> state_ids_;
+  std::vector<int32_t> trans_;  // states_ x 256, -2 unknown, -1 dead
+  std::vector<std::vector<uint64_t>> masks_;
+  std::vector<int32_t> history_;  // state after each advance; [0] = start
+  std::unordered_set<uint64_t> seen_;
+  std::vector<int32_t> scratch_;
+  int64_t mask_calls_ = 0, mask_hits_ = 0;
+};
+
+}  // namespace pocket::constrain

@@ -1,0 +1,80 @@
+#include "constrain/vocab_index.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace pocket::constrain {
+
+std::shared_ptr<const VocabIndex> VocabIndex::build(const Tokenizer& tok) {
+  const int32_t n = tok.vocab_size();
+  std::vector<std::string> bytes(n);
+  std::vector<uint8_t> excluded(n, 0);
+  std::vector<int32_t> eos;
+  for (int32_t i = 0; i < n; ++i) {
+    if (tok.is_eos(i)) eos.push_back(i);
+    if (tok.is_control(i) || tok.is_eos(i)) {
+      excluded[i] = 1;
+      continue;
+    }
+    bytes[i] = tok.token_bytes(i);
+  }
+  return build(std::move(bytes), std::move(excluded), std::move(eos));
+}
+
+std::shared_ptr<const VocabIndex> VocabIndex::build(std::vector<std::string> bytes, std::vector<uint8_t> excluded,
+                                                    std::vector<int32_t> eos_ids) {
+  auto v = std::make_shared<VocabIndex>();
+  const int32_t n = static_cast<int32_t>(bytes.size());
+  v->vocab_size = n;
+  excluded.resize(n, 0);
+  for (int32_t i = 0; i < n; ++i)
+    if (bytes[i].empty() || bytes[i].size() > 65535) excluded[i] = 1;
+  for (int32_t e : eos_ids)
+    if (e >= 0 && e < n) excluded[e] = 1;
+  std::vector<int32_t> order;
+  for (int32_t i = 0; i < n; ++i)
+    if (!excluded[i]) order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return bytes[a] < bytes[b] || (bytes[a] == bytes[b] && a < b); });
+  std::vector<int32_t> path;  // node index per depth-1
+  const std::string* prev = nullptr;
+  for (int32_t id : order) {
+    const std::string& s = bytes[id];
+    size_t lcp = 0;
+    if (prev)
+      while (lcp < s.size() && lcp < prev->size() && s[lcp] == (*prev)[lcp]) ++lcp;
+    if (prev && lcp == s.size() && s.size() == prev->size()) {  // same bytes as the previous token
+      v->tok_ids.push_back(id);
+      continue;
+    }
+    path.resize(lcp);
+    for (size_t d = lcp; d < s.size(); ++d) {
+      path.push_back(static_cast<int32_t>(v->node_byte.size()));
+      v->node_byte.push_back(static_cast<uint8_t>(s[d]));
+      v->node_depth.push_back(static_cast<uint16_t>(d + 1));
+      v->node_tok.push_back(static_cast<int32_t>(v->tok_ids.size()));
+    }
+    v->tok_ids.push_back(id);
+    v->max_depth = std::max<int>(v->max_depth, static_cast<int>(s.size()));
+    prev = &s;
+  }
+  const int32_t nodes = static_cast<int32_t>(v->node_byte.size());
+  v->node_tok.push_back(static_cast<int32_t>(v->tok_ids.size()));
+  v->node_skip.assign(nodes, nodes);
+  std::vector<int32_t> open;
+  for (int32_t i = 0; i < nodes; ++i) {
+    while (!open.empty() && v->node_depth[open.back()] >= v->node_depth[i]) {
+      v->node_skip[open.back()] = i;
+      open.pop_back();
+    }
+    open.push_back(i);
+  }
+  v->bytes = std::move(bytes);
+  v->excluded = std::move(excluded);
+  v->eos_ids = std::move(eos_ids);
+  return v;
+}
+
+}  // namespace pocket::constrain
