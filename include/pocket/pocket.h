@@ -139,6 +139,15 @@ class Engine {
   // Forgets the conversation (and the KV cache).
   void reset();
 
+  // Saved sessions: writes the conversation and the KV cache (as stored)
+  // to `path`, atomically, with the model's fingerprint. load_state replaces
+  // this engine's conversation with a saved one; it must come from the same
+  // model and KV type and fit this engine's context, else it throws (and
+  // the engine is left as it was). The restored conversation continues
+  // exactly as the saved one would have.
+  void save_state(const std::string& path);
+  void load_state(const std::string& path);
+
   // Stops the generate() or chat() running on this engine, from any thread:
   // the call returns within one decode step (or one batch of the prompt)
   // with stop reason "cancelled", keeping what it generated. When no call

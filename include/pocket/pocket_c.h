@@ -268,6 +268,14 @@ POCKET_API pocket_status pocket_session_chat(pocket_session* session, const char
 /* Forgets the conversation and the KV cache. */
 POCKET_API pocket_status pocket_session_reset(pocket_session* session);
 
+/* Saved sessions: writes the conversation and KV cache to `path`
+ * (atomically), or replaces the session's conversation with one saved from
+ * a session on the same model (same KV type, fitting its context). A file
+ * from another model, truncated or damaged gives an error and leaves the
+ * session as it was. */
+POCKET_API pocket_status pocket_session_save_state(pocket_session* session, const char* path);
+POCKET_API pocket_status pocket_session_load_state(pocket_session* session, const char* path);
+
 /* Stops the generate/chat call running on `session`, from any thread (or
  * from its text callback): it returns within one decode step (or one batch
  * of the prompt) with POCKET_STOP_CANCELLED. When no call is running this

@@ -1,6 +1,7 @@
 #include "generate/session.h"
 
 #include "generate/text_stream.h"
+#include "state/session_state.h"
 #include "util/error.h"
 
 namespace pocket {
@@ -49,6 +50,16 @@ size_t Session::common_prefix(std::span<const int32_t> input) const {
 void Session::reset() {
   ctx_.cache.clear();
   cached_.clear();
+}
+
+void Session::save_state(const std::string& path, const std::vector<int32_t>& conversation) const {
+  save_session_state(path, *model_, ctx_.cache, {cached_, conversation});
+}
+
+std::vector<int32_t> Session::load_state(const std::string& path) {
+  SessionState s = load_session_state(path, *model_, ctx_.cache);
+  cached_ = std::move(s.cached);
+  return std::move(s.conversation);
 }
 
 void Session::set_threads(int n_threads) {

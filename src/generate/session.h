@@ -69,6 +69,12 @@ class Session {
   void check_fits(std::span<const int32_t> input) const;
 
   const std::vector<int32_t>& cached_tokens() const { return cached_; }
+  // Saved sessions (state/session_state.h): writes the cached tokens, the KV
+  // cache and `conversation` (chat's tokens, may be empty) to `path`;
+  // load_state replaces this session's cache with a saved one (same model
+  // and KV type, a context that holds it) and returns the conversation.
+  void save_state(const std::string& path, const std::vector<int32_t>& conversation = {}) const;
+  std::vector<int32_t> load_state(const std::string& path);
   int context_size() const { return ctx_.cache.capacity(); }
   void reset();
   // Replaces the worker pool (results are identical for any count).

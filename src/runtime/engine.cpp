@@ -204,6 +204,18 @@ void Engine::reset() {
   impl_->new_chat();
 }
 
+void Engine::save_state(const std::string& path) {
+  CallScope scope(impl_->call, "save_state");
+  impl_->session->save_state(path, impl_->chat->tokens());
+}
+
+void Engine::load_state(const std::string& path) {
+  CallScope scope(impl_->call, "load_state");
+  auto conversation = impl_->session->load_state(path);
+  impl_->new_chat();
+  impl_->chat->resume(std::move(conversation));
+}
+
 void Engine::cancel() {
   const uint64_t c = impl_->call.load();
   if (c & 1) impl_->cancel.store(c);
