@@ -1,8 +1,11 @@
 #include "generate/session.h"
 
+#include <sstream>
+
 #include "generate/text_stream.h"
 #include "state/session_state.h"
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 namespace pocket {
 
@@ -57,7 +60,18 @@ void Session::save_state(const std::string& path, const std::vector<int32_t>& co
 }
 
 std::vector<int32_t> Session::load_state(const std::string& path) {
-  SessionState s = load_session_state(path, *model_, ctx_.cache);
+  auto file = MappedFile::open(path);
+  return restore(file->data(), file->size(), path);
+}
+
+std::string Session::snapshot(const std::vector<int32_t>& conversation) const {
+  std::ostringstream out;
+  write_session_state(out, *model_, ctx_.cache, {cached_, conversation});
+  return std::move(out).str();
+}
+
+std::vector<int32_t> Session::restore(const uint8_t* data, size_t size, const std::string& source) {
+  SessionState s = read_session_state(data, size, source, *model_, ctx_.cache);
   cached_ = std::move(s.cached);
   return std::move(s.conversation);
 }

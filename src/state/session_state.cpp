@@ -78,7 +78,7 @@ uint64_t model_fingerprint(const ModelFile& file) {
   return h.digest();
 }
 
-void save_session_state(const std::string& path, const Model& model, const KVCache& cache, const SessionState& state) {
+void write_session_state(std::ostream& out, const Model& model, const KVCache& cache, const SessionState& state) {
   if (state.cached.size() != static_cast<size_t>(cache.size()))
     fail("saving session state: ", state.cached.size(), " cached tokens but the KV cache holds ", cache.size());
   const ModelConfig& cfg = model.config();
@@ -89,7 +89,7 @@ void save_session_state(const std::string& path, const Model& model, const KVCac
             static_cast<uint32_t>(local_base_of(cache)), static_cast<uint32_t>(state.cached.size()),
             static_cast<uint32_t>(state.conversation.size())};
   const uint64_t fingerprint = model_fingerprint(model.file());
-  write_file_atomically(path, [&](std::ostream& out) {
+  {
     Hash64 sum;
     auto put = [&](const void* p, size_t n) {
       sum.update(p, n);
@@ -113,7 +113,11 @@ void save_session_state(const std::string& path, const Model& model, const KVCac
     }
     const uint64_t digest = sum.digest();
     out.write(reinterpret_cast<const char*>(&digest), 8);
-  });
+  }
+}
+
+void save_session_state(const std::string& path, const Model& model, const KVCache& cache, const SessionState& state) {
+  write_file_atomically(path, [&](std::ostream& out) { write_session_state(out, model, cache, state); });
 }
 
 SessionState read_session_state(const uint8_t* data, size_t size, const std::string& source, const Model& model,

@@ -1,0 +1,54 @@
+// A shared prompt prefix (issue 14): a session started from it holds exactly
+// what prefilling the prefix would have written, continues with the same
+// greedy tokens, and recomputes none of it.
+#include <gtest/gtest.h>
+
+#include "common/test_util.h"
+#include "generate/session.h"
+#include "runtime/loader.h"
+#include "state/prefix_cache.h"
+#include "util/error.h"
+
+namespace pocket {
+namespace {
+
+TEST(PrefixCache, SessionsStartedFromThePrefixContinueExactly) {
+  LoadedModel m = load_model(test::stories_model());
+  const std::vector<int32_t> prefix = m.tokenizer->encode("Once upon a time, there was a little girl named Lily. She");
+  std::vector<int32_t> prompt = prefix;
+  for (int32_t t : m.tokenizer->encode(" liked to play")) prompt.push_back(t);
+  GenerateOptions greedy;
+  greedy.max_tokens = 24;
+  greedy.sampling.temperature = 0;
+
+  Session owner(m.model, m.tokenizer, 256, 1);
+  const PrefixCache shared(owner, prefix);
+  EXPECT_EQ(owner.cached_tokens(), prefix);
+  EXPECT_EQ(shared.tokens(), prefix);
+  const GenerateResult expected = owner.generate(prompt, greedy);  // continues from the prefill
+  EXPECT_EQ(expected.reused_tokens, static_cast<int>(prefix.size()));
+
+  for (int i = 0; i < 2; ++i) {  // applied to several sessions, read-only
+    Session s(m.model, m.tokenizer, 128, 2);
+    shared.apply(s);
+    EXPECT_EQ(s.cached_tokens(), prefix);
+    const GenerateResult r = s.generate(prompt, greedy);
+    EXPECT_EQ(r.tokens, expected.tokens);
+    EXPECT_EQ(r.reused_tokens, static_cast<int>(prefix.size()));
+  }
+  // And a session that prefilled nothing in advance says the same.
+  Session fresh(m.model, m.tokenizer, 128, 2);
+  EXPECT_EQ(fresh.generate(prompt, greedy).tokens, expected.tokens);
+
+  Session small(m.model, m.tokenizer, 8, 1);
+  try {
+    shared.apply(small);
+    ADD_FAILURE() << "a prefix longer than the context was applied";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the shared prefix"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(small.cached_tokens().empty());
+}
+
+}  // namespace
+}  // namespace pocket
