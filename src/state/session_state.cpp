@@ -171,7 +171,8 @@ SessionState read_session_state(const uint8_t* data, size_t size, const std::str
   SessionState s;
   auto read_tokens = [&](std::vector<int32_t>& out, uint32_t n, const char* what) {
     out.resize(n);
-    std::memcpy(out.data(), r.bytes(uint64_t{n} * 4, what), uint64_t{n} * 4);
+    const uint8_t* p = r.bytes(uint64_t{n} * 4, what);
+    if (n > 0) std::memcpy(out.data(), p, uint64_t{n} * 4);  // an empty vector's data() may be null
     for (int32_t t : out)
       if (t < 0 || t >= cfg.vocab_size) fail(source, ": ", what, " holds token id ", t, " outside the vocabulary of ", cfg.vocab_size);
   };
