@@ -52,3 +52,45 @@ TEST(PrefixCache, SessionsStartedFromThePrefixContinueExactly) {
 
 }  // namespace
 }  // namespace pocket
+
+// The same through the C++ API: a system prompt prefilled once, shared.
+#include "pocket/pocket.h"
+
+namespace pocket {
+namespace {
+
+TEST(PrefixCache, EnginesShareAPrefilledSystemPrompt) {
+  auto model = SharedModel::open(test::stories_model());
+  EngineOptions eo;
+  eo.system_prompt = "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun.";
+  eo.threads = 1;
+  GenerationOptions greedy;
+  greedy.max_tokens = 20;
+  greedy.temperature = 0;
+
+  auto plain = Engine::create(model, eo);
+  GenerationStats plain_stats;
+  const std::string expected = plain->chat("One day", greedy, {}, &plain_stats);
+
+  auto owner = Engine::create(model, eo);
+  auto prefix = owner->share_chat_start();
+  ASSERT_GT(prefix->tokens(), 10);
+  EXPECT_GT(prefix->bytes(), 0u);
+  for (int i = 0; i < 2; ++i) {
+    auto e = Engine::create(model, eo);
+    e->use_prefix(*prefix);
+    GenerationStats stats;
+    EXPECT_EQ(e->chat("One day", greedy, {}, &stats), expected);
+    EXPECT_EQ(stats.reused_tokens, prefix->tokens());
+    EXPECT_EQ(stats.prompt_tokens, plain_stats.prompt_tokens);
+  }
+  EXPECT_EQ(owner->chat("One day", greedy), expected);
+
+  EngineOptions tiny = eo;
+  tiny.context = 8;
+  auto small = Engine::create(model, tiny);
+  EXPECT_THROW(small->use_prefix(*prefix), Error);
+}
+
+}  // namespace
+}  // namespace pocket
