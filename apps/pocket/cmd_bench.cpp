@@ -44,6 +44,9 @@ void add_bench(CLI::App& app, int& rc) {
   sub->add_option("--watts-per-core", a->opt.watts_per_core,
                   "Power per busy core for the energy estimate when RAPL is not readable (default 5)");
   sub->add_option("--bandwidth-bytes", a->opt.bandwidth_bytes, "Bandwidth test buffer in bytes (default 1 GiB)");
+  sub->add_option("--ctx", a->opt.ctx_sweep,
+                  "Also decode -n tokens at each of these contexts, e.g. 128,512,1024,2048,4096 (ascending)")
+      ->delimiter(',');
   sub->add_flag("--json", a->json, "Print one JSON object instead of a table");
   sub->callback([a, &rc] { rc = run_bench(*a); });
 }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace pocket::bench {
 
@@ -23,6 +24,10 @@ struct BenchOptions {
   uint64_t bandwidth_bytes = uint64_t{1} << 30;
   int bandwidth_reps = 5;
   uint64_t seed = 1;  // of the random token ids
+  // Decode speed against context: for each context C (ascending, at least
+  // `gen` apart) each run fills the cache to C (untimed) and decodes `gen`
+  // tokens there (timed); the same random ids and runs as above.
+  std::vector<int> ctx_sweep;
   // Set (e.g. by a Ctrl-C handler) to stop early: the run in progress is
   // dropped and the report covers the runs finished so far.
   const std::atomic<bool>* stop = nullptr;
@@ -45,6 +50,12 @@ struct BenchReport {
   double baseline_rss_mb = 0, peak_rss_mb = 0, peak_increase_mb = 0;
   double bytes_per_token = 0;   // weights + one embedding row + KV at the mean context
   double kv_bytes_per_token = 0;  // the KV part of bytes_per_token
+  double kv_cache_bytes_per_position = 0;  // what the KV cache stores per token of context (fp16 K and V)
+  struct SweepPoint {
+    int context = 0;
+    Stat decode_tok_s;
+  };
+  std::vector<SweepPoint> sweep;  // opt.ctx_sweep, in order
   double bandwidth_bytes_s = 0;   // measured read bandwidth, same thread count: median of the probes
   Stat bandwidth;                 // the probes' median, min and max (bytes/s)
   int bandwidth_probes = 0;
