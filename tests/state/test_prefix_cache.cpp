@@ -94,3 +94,52 @@ TEST(PrefixCache, EnginesShareAPrefilledSystemPrompt) {
 
 }  // namespace
 }  // namespace pocket
+
+// And through the C API.
+#include "pocket/pocket_c.h"
+
+namespace pocket {
+namespace {
+
+TEST(PrefixCache, CApiSharesTheChatStart) {
+  pocket_model* model = nullptr;
+  ASSERT_EQ(pocket_model_open(test::stories_model().c_str(), nullptr, &model), POCKET_OK) << pocket_last_error();
+  pocket_session_options so;
+  pocket_session_options_init(&so);
+  so.system_prompt = "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun.";
+  so.threads = 1;
+  pocket_session* s[3] = {};
+  for (auto& h : s) ASSERT_EQ(pocket_session_open(model, &so, &h), POCKET_OK) << pocket_last_error();
+  pocket_generate_options go;
+  pocket_generate_options_init(&go);
+  go.max_tokens = 16;
+  go.temperature = 0;
+  struct Text {
+    std::string s;
+    static int fn(const char* piece, size_t n, void* self) {
+      static_cast<Text*>(self)->s.append(piece, n);
+      return 0;
+    }
+  };
+  Text plain;
+  ASSERT_EQ(pocket_session_chat(s[0], "One day", &go, Text::fn, &plain, nullptr), POCKET_OK) << pocket_last_error();
+
+  pocket_session* targets[2] = {s[1], s[2]};
+  ASSERT_EQ(pocket_session_share_chat_start(s[0], targets, 2), POCKET_OK) << pocket_last_error();
+  for (pocket_session* t : targets) {
+    Text got;
+    pocket_stats st;
+    st.struct_size = sizeof st;
+    ASSERT_EQ(pocket_session_chat(t, "One day", &go, Text::fn, &got, &st), POCKET_OK) << pocket_last_error();
+    EXPECT_EQ(got.s, plain.s);
+    EXPECT_GT(st.reused_tokens, 10);  // the system prompt was not prefilled again
+  }
+  EXPECT_EQ(pocket_session_share_chat_start(s[0], nullptr, 1), POCKET_ERR_INVALID_ARGUMENT);
+  pocket_session* closed[1] = {nullptr};
+  EXPECT_EQ(pocket_session_share_chat_start(s[0], closed, 1), POCKET_ERR_INVALID_HANDLE);
+  for (auto& h : s) pocket_session_close(h);
+  pocket_model_close(model);
+}
+
+}  // namespace
+}  // namespace pocket
