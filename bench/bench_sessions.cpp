@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench.h"
 #include "bench/system.h"
 #include "generate/session.h"
 #include "runtime/loader.h"
@@ -37,20 +38,8 @@ double mib(uint64_t kb) { return static_cast<double>(kb) / 1024.0; }
 uint64_t rss_kb() { return bench::proc_status_kb("VmRSS").value_or(0); }
 
 std::vector<int32_t> random_ids(int n, int vocab, uint64_t seed) {
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  for (auto& x : t) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    x = static_cast<int32_t>((seed >> 33) % static_cast<uint64_t>(vocab));
-  }
-  return t;
-}
-
-struct Stat {
-  double median, min, max;
-};
-Stat stat_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return {v[v.size() / 2], v.front(), v.back()};
+  seed = seed * 0x9E3779B97F4A7C15ull + 1;  // xorshift needs a non-zero state
+  return bench::random_ids(n, vocab, seed);
 }
 
 int run(int argc, char** argv) {
@@ -130,7 +119,7 @@ int run(int argc, char** argv) {
     cold.push_back(ta * 1e3);
     warm.push_back(tb * 1e3);
   }
-  const Stat c = stat_of(cold), w = stat_of(warm);
+  const bench::Stat c = bench::stat_of(cold), w = bench::stat_of(warm);
   std::printf("prefix of %d tokens (%.1f MiB snapshot, built in %.0f ms) + user turn of %d tokens, %d runs:\n", prefix,
               static_cast<double>(shared.bytes()) / 1048576.0, build_s * 1e3, user, runs);
   std::printf("  time to first token, full prefill:      %.1f ms [%.1f, %.1f]\n", c.median, c.min, c.max);

@@ -16,12 +16,6 @@
 
 namespace pocket::bench {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
 Stat stat_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   Stat s;
@@ -30,6 +24,23 @@ Stat stat_of(std::vector<double> v) {
   s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
   return s;
 }
+
+std::vector<int32_t> random_ids(int n, int vocab, uint64_t& state) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (auto& id : ids) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    id = static_cast<int32_t>(state % static_cast<uint64_t>(vocab));
+  }
+  return ids;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Resets VmHWM to the current RSS (Linux clear_refs "5"); false where the
 // kernel or a sandbox does not allow it.
@@ -44,17 +55,6 @@ double rss_mb(const char* field) {
   auto kb = proc_status_kb(field);
   if (!kb) fail("/proc/self/status: no ", field, " field");
   return static_cast<double>(*kb) / 1024.0;
-}
-
-std::vector<int32_t> random_ids(int n, int vocab, uint64_t& state) {
-  std::vector<int32_t> ids(static_cast<size_t>(n));
-  for (auto& id : ids) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    id = static_cast<int32_t>(state % static_cast<uint64_t>(vocab));
-  }
-  return ids;
 }
 
 // Bytes one decode step reads: every weight except the embedding table, one

@@ -68,6 +68,11 @@ struct BenchReport {
   double battery_fraction = 0;     // energy_j / (5000 mAh x 3.85 V)
 };
 
+// Median, min and max of `v` (not empty).
+Stat stat_of(std::vector<double> v);
+// `n` pseudo-random token ids below `vocab` (xorshift on `state`).
+std::vector<int32_t> random_ids(int n, int vocab, uint64_t& state);
+
 // Phone battery used for the energy comparison: 5,000 mAh at 3.85 V.
 inline constexpr double kPhoneBatteryJoules = 5.0 * 3.85 * 3600.0;
 
