@@ -2,7 +2,9 @@
 // in a new process continues exactly as one that never stopped.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "cli/cli_run.h"
 #include "common/test_util.h"
@@ -23,6 +25,10 @@ TEST(CliSessionState, ChatResumesWhereItStopped) {
   auto first = run(chat + " --save " + state, "Once upon a time\n");
   ASSERT_EQ(first.code, 0) << first.out;
   EXPECT_EQ(first.out, both.out.substr(0, nl + 1));
+  // Written through a temporary name and renamed: nothing else is left.
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir.file(""))) names.push_back(e.path().filename().string());
+  EXPECT_EQ(names, std::vector<std::string>{"chat.state"});
   auto second = run(chat + " --load " + state, "The dog\n");
   ASSERT_EQ(second.code, 0) << second.out;
   EXPECT_EQ(second.out, both.out.substr(nl + 1));
