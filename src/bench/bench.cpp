@@ -100,7 +100,9 @@ std::vector<BenchReport::SweepPoint> run_sweep(const Model& model, const BenchOp
       auto gen = random_ids(opt.gen, c.vocab_size, rng);
       auto t0 = Clock::now();
       for (int32_t t : gen) model.forward(std::span<const int32_t>(&t, 1), ctx, pool, logits.data());
-      if (run > 0) rates[i].push_back(opt.gen / seconds_since(t0));
+      if (run == 0) continue;
+      rates[i].push_back(opt.gen / seconds_since(t0));
+      if (opt.on_sweep) opt.on_sweep(run, cs[i], rates[i].back());
     }
   }
   std::vector<BenchReport::SweepPoint> out;

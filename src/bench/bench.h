@@ -33,6 +33,8 @@ struct BenchOptions {
   const std::atomic<bool>* stop = nullptr;
   // Called after each measured run (1-based) with its prefill and decode rates.
   std::function<void(int run, double prefill_tok_s, double decode_tok_s)> on_run;
+  // Called after each context of each measured sweep run.
+  std::function<void(int run, int context, double decode_tok_s)> on_sweep;
 };
 
 struct Stat {
