@@ -1,6 +1,6 @@
 // One model, many sessions (issue 14): resident memory of 1 versus N
 // sessions on one loaded model, and the time to first token of a new session
-// with and without a shared prefix (state/prefix_cache.h).
+// with and without a shared prefix (generate/prefix_cache.h).
 //
 // Memory: VmRSS before loading, after loading, then after each session has
 // prefilled `--prompt` random token ids and decoded `--gen` more (so its KV
@@ -26,7 +26,7 @@
 #include "bench/system.h"
 #include "generate/session.h"
 #include "runtime/loader.h"
-#include "state/prefix_cache.h"
+#include "generate/prefix_cache.h"
 #include "util/error.h"
 
 namespace {

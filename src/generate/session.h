@@ -75,7 +75,7 @@ class Session {
   // and KV type, a context that holds it) and returns the conversation.
   void save_state(const std::string& path, const std::vector<int32_t>& conversation = {}) const;
   std::vector<int32_t> load_state(const std::string& path);
-  // The same in memory (state/prefix_cache.h): the state's bytes, and
+  // The same in memory (generate/prefix_cache.h): the state's bytes, and
   // loading them (`source` names them in errors).
   std::string snapshot(const std::vector<int32_t>& conversation = {}) const;
   std::vector<int32_t> restore(const uint8_t* data, size_t size, const std::string& source);

@@ -7,7 +7,7 @@
 
 #include "generate/chat_session.h"
 #include "generate/session.h"
-#include "state/prefix_cache.h"
+#include "generate/prefix_cache.h"
 #include "kernels/kernels.h"
 #include "pocket/pocket.h"
 #include "runtime/loader.h"

@@ -47,7 +47,7 @@ struct SessionState {
 // Writes `state` and the cache (which must hold state.cached.size()
 // positions) to `path`, atomically (util/atomic_file.h).
 void save_session_state(const std::string& path, const Model& model, const KVCache& cache, const SessionState& state);
-// The same bytes to a stream (in-memory snapshots: state/prefix_cache.h).
+// The same bytes to a stream (in-memory snapshots: generate/prefix_cache.h).
 void write_session_state(std::ostream& out, const Model& model, const KVCache& cache, const SessionState& state);
 
 // Reads a state file into `cache` (its previous contents are replaced) and

@@ -6,7 +6,7 @@
 #include "common/test_util.h"
 #include "generate/session.h"
 #include "runtime/loader.h"
-#include "state/prefix_cache.h"
+#include "generate/prefix_cache.h"
 #include "util/error.h"
 
 namespace pocket {

@@ -1,4 +1,4 @@
-#include "state/prefix_cache.h"
+#include "generate/prefix_cache.h"
 
 #include "generate/session.h"
 
