@@ -37,5 +37,6 @@ void add_create(CLI::App& app, int& rc);
 void add_bench(CLI::App& app, int& rc);
 void add_eval(CLI::App& app, int& rc);
 void add_prune_vocab(CLI::App& app, int& rc);
+void add_serve(CLI::App& app, int& rc);
 
 }  // namespace pocket::cli

@@ -4,6 +4,7 @@
 // Tested against ReferenceModel.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -43,6 +44,18 @@ class Model {
   void forward(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, float* logits,
                bool all_logits = false) const;
 
+  // Batched decode across sequences: one token for each of several contexts
+  // (tokens[i] runs at position ctxs[i]->cache.size() of ctxs[i], distinct
+  // contexts) in one pass, so each weight is read once for all of them;
+  // attention of each row uses its own context's cache. Writes
+  // tokens.size() x vocab_size logits. `scratch` holds the stacked rows
+  // between calls. Same logits as a one-token forward() per context.
+  struct DecodeScratch {
+    std::vector<float> x, xn, q, k, v, attn, gate, up;
+  };
+  void forward_decode(std::span<const int32_t> tokens, std::span<Context* const> ctxs, ThreadPool& pool,
+                      float* logits, DecodeScratch& scratch) const;
+
  private:
   struct Layer {
     const TensorView *wq, *wk, *wv, *wo, *w_gate, *w_up, *w_down;
@@ -53,6 +66,12 @@ class Model {
   void forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, float* logits,
                      bool all_logits) const;
   void attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool) const;
+  void embed_row(int32_t token, float* x) const;
+  void add_block_output(float* x, float* out, const std::vector<float>& post) const;
+  void qkv_row(int layer, float* q, float* k, float* v, int pos, KVCache& cache) const;
+  void attention_input(int layer, int n, float* x, float* xn, float* q, float* k, float* v, ThreadPool& pool,
+                       const std::function<std::pair<int, KVCache*>(int)>& row_at) const;
+  void feed_forward(int layer, int n, float* x, float* xn, float* gate, float* up, ThreadPool& pool) const;
 
   std::shared_ptr<const ModelFile> file_;
   ModelConfig cfg_;
