@@ -69,6 +69,9 @@ int run_bench(BenchArgs a) {
   a.opt.on_run = [&](int run, double pp, double tg) {
     std::fprintf(stderr, "run %d/%d: prefill %.1f tok/s, decode %.1f tok/s\n", run, a.opt.runs, pp, tg);
   };
+  a.opt.on_sweep = [&](int run, int context, double tg) {
+    std::fprintf(stderr, "sweep run %d/%d: decode at context %d %.1f tok/s\n", run, a.opt.runs, context, tg);
+  };
   bench::BenchReport r = bench::run_bench(a.model, a.opt);
   std::fputs((a.json ? bench::format_json(r) : bench::format_table(r)).c_str(), stdout);
   return r.interrupted ? kInterruptedExit : 0;
@@ -87,6 +90,9 @@ void add_bench(CLI::App& app, int& rc) {
   sub->add_option("--watts-per-core", a->opt.watts_per_core,
                   "Power per busy core for the energy estimate when RAPL is not readable (default 5)");
   sub->add_option("--bandwidth-bytes", a->opt.bandwidth_bytes, "Bandwidth test buffer in bytes (default 1 GiB)");
+  sub->add_option("--ctx", a->opt.ctx_sweep,
+                  "Also decode -n tokens at each of these contexts, e.g. 128,512,1024,2048,4096 (ascending)")
+      ->delimiter(',');
   sub->add_flag("--json", a->json, "Print one JSON object instead of a table");
   sub->add_option("--verify", a->verify,
                   "Speculative decoding: cost of verifying K tokens in one forward vs one decode step, and the oracle "

@@ -19,6 +19,7 @@ struct ChatCliOptions {
   GenerationFlags flags;
   std::string system;
   bool no_think = false;
+  std::string load_path, save_path;  // saved sessions
 };
 
 int chat(const ChatCliOptions& o) {
@@ -29,6 +30,12 @@ int chat(const ChatCliOptions& o) {
                  chat_format_name(m.chat_format));
   Session session(m.model, m.tokenizer, o.model.resolve_context(m.model->config()), o.model.resolve_threads());
   auto chat = std::make_unique<ChatSession>(session, ChatTemplate(m.chat_format), o.system, !o.no_think);
+  if (!o.load_path.empty()) {
+    chat->resume(session.load_state(o.load_path));
+    if (!o.flags.quiet)
+      std::fprintf(stderr, "pocket: resumed %s (%zu tokens of conversation, %zu cached)\n", o.load_path.c_str(),
+                   chat->tokens().size(), session.cached_tokens().size());
+  }
   if (tty) std::fprintf(stderr, "Chat with %s (%s template). /reset starts over, /exit or Ctrl-D quits.\n",
                         m.file->path.c_str(), chat_format_name(m.chat_format));
   install_interrupt_handler();
@@ -58,6 +65,7 @@ int chat(const ChatCliOptions& o) {
     }
     std::fputs("\n", stdout);
     std::fflush(stdout);
+    if (!o.save_path.empty()) session.save_state(o.save_path, chat->tokens());
     if (!o.flags.quiet || interrupted())
       std::fprintf(stderr, "[%d new prompt tokens, %d reused | %zu generated, %.1f tok/s%s]\n",
                    r.prompt_tokens - r.reused_tokens, r.reused_tokens, r.tokens.size(),
@@ -83,6 +91,8 @@ void add_chat(CLI::App& app, int& rc) {
   o->flags.add_to(*sub);
   sub->add_option("--system", o->system, "System message");
   sub->add_flag("--no-think", o->no_think, "Qwen3: disable thinking");
+  sub->add_option("--load", o->load_path, "Resume the conversation saved in FILE (same model and context large enough)");
+  sub->add_option("--save", o->save_path, "Save the conversation and its KV cache to FILE after every turn");
   sub->callback([o, &rc] { rc = chat(*o); });
 }
 

@@ -19,6 +19,9 @@
 #include "formats/llama2c.h"
 #include "formats/safetensors.h"
 #include "fuzz_util.h"
+#include "state/session_state.h"
+#include "state_model.h"
+#include "util/thread_pool.h"
 #include "quant/quantize.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/unicode.h"
@@ -393,6 +396,25 @@ void write_seeds() {
     std::string seed = {static_cast<char>(type), 17, 7, 1, 4, static_cast<char>(type * 3), static_cast<char>(type)};
     for (int i = 0; i < 512; ++i) seed += static_cast<char>((i * 73 + type * 29) & 0xff);
     put("kernels_diff", "type" + std::to_string(type), seed);
+  }
+
+  // --- session_state: states of the fuzz target's model, empty, a short
+  // chat (cached tokens + conversation) and a nearly full context ---
+  {
+    auto model = fuzz::state_fuzz_model();
+    ThreadPool pool(1);
+    const std::string tmp = fuzz::scratch_path("seeds", "seed.state");
+    for (int n : {0, 9, fuzz::kStateFuzzContext - 2}) {
+      Context ctx(model->config(), fuzz::kStateFuzzContext);
+      std::vector<int32_t> tokens(n);
+      for (int i = 0; i < n; ++i) tokens[i] = (i * 37 + 5) % model->config().vocab_size;
+      std::vector<float> logits(model->config().vocab_size);
+      if (n > 0) model->forward(tokens, ctx, pool, logits.data());
+      std::vector<int32_t> conversation = tokens;
+      if (n == 9) conversation.insert(conversation.end(), {3, 4});
+      save_session_state(tmp, *model, ctx.cache, {tokens, conversation});
+      put("session_state", "tokens" + std::to_string(n) + ".state", read_all(tmp));
+    }
   }
 }
 

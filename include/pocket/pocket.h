@@ -133,6 +133,20 @@ struct GenerationStats {
 // false to stop generating.
 using TextCallback = std::function<bool(std::string_view)>;
 
+class PrefixCache;
+
+// A prefilled prompt prefix shared read-only between engines (Engine::share_chat_start).
+class SharedPrefix {
+ public:
+  int tokens() const;  // its length in tokens
+  size_t bytes() const;  // memory it holds (its KV rows)
+
+ private:
+  friend class Engine;
+  explicit SharedPrefix(std::shared_ptr<const PrefixCache> cache) : cache_(std::move(cache)) {}
+  std::shared_ptr<const PrefixCache> cache_;
+};
+
 class Engine {
  public:
   // Opens the model for this engine alone.
@@ -152,6 +166,28 @@ class Engine {
                    const TextCallback& on_text = {}, GenerationStats* stats = nullptr);
   // Forgets the conversation (and the KV cache).
   void reset();
+
+  // Saved sessions: writes the conversation and the KV cache (as stored)
+  // to `path`, atomically, with the model's fingerprint. load_state replaces
+  // this engine's conversation with a saved one; it must come from the same
+  // model and KV type and fit this engine's context, else it throws (and
+  // the engine is left as it was). The restored conversation continues
+  // exactly as the saved one would have.
+  void save_state(const std::string& path);
+  void load_state(const std::string& path);
+
+  // One model, many sessions: a long system prompt prefilled once and shared
+  // read-only. share_chat_start() starts a new conversation on this engine,
+  // prefills its start (the beginning-of-sequence token and the system
+  // prompt, as the chat template renders them before the first user turn)
+  // and returns it; use_prefix() starts a new conversation on another engine
+  // of the same model from a copy of those KV rows instead of prefilling
+  // them again (a faster first token; the replies are those of a prefill).
+  // An engine whose system prompt differs simply recomputes from where the
+  // tokens differ. A prefix from another model or longer than the context
+  // throws (the engine is left as it was).
+  std::shared_ptr<const SharedPrefix> share_chat_start();
+  void use_prefix(const SharedPrefix& prefix);
 
   // Stops the generate() or chat() running on this engine, from any thread:
   // the call returns within one decode step (or one batch of the prompt)

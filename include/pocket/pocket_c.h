@@ -283,6 +283,26 @@ POCKET_API pocket_status pocket_session_chat(pocket_session* session, const char
 /* Forgets the conversation and the KV cache. */
 POCKET_API pocket_status pocket_session_reset(pocket_session* session);
 
+/* Saved sessions: writes the conversation and KV cache to `path`
+ * (atomically), or replaces the session's conversation with one saved from
+ * a session on the same model (same KV type, fitting its context). A file
+ * from another model, truncated or damaged gives an error and leaves the
+ * session as it was. */
+POCKET_API pocket_status pocket_session_save_state(pocket_session* session, const char* path);
+POCKET_API pocket_status pocket_session_load_state(pocket_session* session, const char* path);
+
+/* One model, many sessions: a long system prompt prefilled once and shared.
+ * Starts a new conversation on `source`, prefills its start (the
+ * beginning-of-sequence token and the system prompt, as the chat template
+ * renders them before the first user turn), then starts a new conversation
+ * on each of the `n_targets` sessions from a copy of those KV rows instead
+ * of prefilling them again. The sessions must be on the same model; a
+ * target whose system prompt differs recomputes from where it differs. On
+ * an error (a NULL or closed handle, a context too small) the targets
+ * before the failing one have been started. */
+POCKET_API pocket_status pocket_session_share_chat_start(pocket_session* source, pocket_session* const* targets,
+                                                         size_t n_targets);
+
 /* Stops the generate/chat call running on `session`, from any thread (or
  * from its text callback): it returns within one decode step (or one batch
  * of the prompt) with POCKET_STOP_CANCELLED. When no call is running this

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -15,12 +16,6 @@
 
 namespace pocket::bench {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
 Stat stat_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   Stat s;
@@ -29,6 +24,23 @@ Stat stat_of(std::vector<double> v) {
   s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
   return s;
 }
+
+std::vector<int32_t> random_ids(int n, int vocab, uint64_t& state) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (auto& id : ids) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    id = static_cast<int32_t>(state % static_cast<uint64_t>(vocab));
+  }
+  return ids;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Resets VmHWM to the current RSS (Linux clear_refs "5"); false where the
 // kernel or a sandbox does not allow it.
@@ -45,17 +57,6 @@ double rss_mb(const char* field) {
   return static_cast<double>(*kb) / 1024.0;
 }
 
-std::vector<int32_t> random_ids(int n, int vocab, uint64_t& state) {
-  std::vector<int32_t> ids(static_cast<size_t>(n));
-  for (auto& id : ids) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    id = static_cast<int32_t>(state % static_cast<uint64_t>(vocab));
-  }
-  return ids;
-}
-
 // Bytes one decode step reads: every weight except the embedding table, one
 // embedding row, the output matrix (the embedding table itself when tied),
 // and K and V (fp16) of every layer at `context` positions.
@@ -69,6 +70,44 @@ double decode_bytes(const ModelFile& f, double context, double* kv_part) {
   if (c.tied_embeddings) weights += static_cast<double>(emb.nbytes);
   *kv_part = 2.0 * c.n_layers * c.kv_dim() * 2.0 * context;
   return weights + *kv_part;
+}
+
+void check_sweep(const BenchOptions& opt, const ModelConfig& c) {
+  const std::vector<int>& cs = opt.ctx_sweep;
+  for (size_t i = 0; i < cs.size(); ++i) {
+    if (cs[i] < 1) fail("bench: --ctx ", cs[i], " must be at least 1");
+    if (i > 0 && cs[i] < cs[i - 1] + opt.gen)
+      fail("bench: --ctx values must rise by at least -n (", opt.gen, ") tokens: ", cs[i - 1], " then ", cs[i]);
+  }
+  if (!cs.empty() && cs.back() + opt.gen > c.max_seq_len)
+    fail("bench: --ctx ", cs.back(), " + -n ", opt.gen, " exceeds the model's context of ", c.max_seq_len);
+}
+
+// Decode speed at each context of opt.ctx_sweep (see BenchOptions).
+std::vector<BenchReport::SweepPoint> run_sweep(const Model& model, const BenchOptions& opt, ThreadPool& pool,
+                                               const std::function<bool()>& stopped) {
+  const ModelConfig& c = model.config();
+  const std::vector<int>& cs = opt.ctx_sweep;
+  Context ctx(c, cs.back() + opt.gen);
+  std::vector<float> logits(static_cast<size_t>(c.vocab_size));
+  std::vector<std::vector<double>> rates(cs.size());
+  uint64_t rng = opt.seed * 0x9E3779B97F4A7C15ull + 2;
+  for (int run = 0; run <= opt.runs && !stopped(); ++run) {  // run 0 is the warm-up
+    ctx.cache.clear();
+    for (size_t i = 0; i < cs.size() && !stopped(); ++i) {
+      auto fill = random_ids(cs[i] - ctx.cache.size(), c.vocab_size, rng);
+      if (!fill.empty()) model.forward(fill, ctx, pool, logits.data());
+      auto gen = random_ids(opt.gen, c.vocab_size, rng);
+      auto t0 = Clock::now();
+      for (int32_t t : gen) model.forward(std::span<const int32_t>(&t, 1), ctx, pool, logits.data());
+      if (run == 0) continue;
+      rates[i].push_back(opt.gen / seconds_since(t0));
+      if (opt.on_sweep) opt.on_sweep(run, cs[i], rates[i].back());
+    }
+  }
+  std::vector<BenchReport::SweepPoint> out;
+  for (size_t i = 0; i < cs.size() && !rates[i].empty(); ++i) out.push_back({cs[i], stat_of(rates[i])});
+  return out;
 }
 
 std::string weight_type_summary(const ModelFile& f) {
@@ -111,6 +150,7 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
   r.weight_type = weight_type_summary(*m.file);
   const int n_ctx = opt.prompt + opt.gen;
   if (n_ctx > c.max_seq_len) fail("bench: -p + -n = ", n_ctx, " exceeds the model's context of ", c.max_seq_len);
+  check_sweep(opt, c);
 
   std::vector<double> prefill, decode, cpu;
   std::optional<uint64_t> rapl0;
@@ -164,6 +204,9 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
   r.cpu_s_per_inference = stat_of(cpu).median;
   r.peak_rss_mb = std::max(peak_mb, rss_mb("VmHWM"));
   r.peak_increase_mb = r.peak_rss_mb - r.baseline_rss_mb;
+  r.kv_cache_bytes_per_position = 2.0 * c.n_layers * c.kv_dim() * 2.0;
+  // After the peak reading: the sweep's larger cache is not part of it.
+  if (!opt.ctx_sweep.empty() && !stopped()) r.sweep = run_sweep(model, opt, pool, stopped);
 
   if (rapl0 && rapl1) {
     // RAPL counts the whole package, other processes included.

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace pocket::bench {
 
@@ -23,11 +24,17 @@ struct BenchOptions {
   uint64_t bandwidth_bytes = uint64_t{1} << 30;
   int bandwidth_reps = 5;
   uint64_t seed = 1;  // of the random token ids
+  // Decode speed against context: for each context C (ascending, at least
+  // `gen` apart) each run fills the cache to C (untimed) and decodes `gen`
+  // tokens there (timed); the same random ids and runs as above.
+  std::vector<int> ctx_sweep;
   // Set (e.g. by a Ctrl-C handler) to stop early: the run in progress is
   // dropped and the report covers the runs finished so far.
   const std::atomic<bool>* stop = nullptr;
   // Called after each measured run (1-based) with its prefill and decode rates.
   std::function<void(int run, double prefill_tok_s, double decode_tok_s)> on_run;
+  // Called after each context of each measured sweep run.
+  std::function<void(int run, int context, double decode_tok_s)> on_sweep;
 };
 
 struct Stat {
@@ -45,6 +52,12 @@ struct BenchReport {
   double baseline_rss_mb = 0, peak_rss_mb = 0, peak_increase_mb = 0;
   double bytes_per_token = 0;   // weights + one embedding row + KV at the mean context
   double kv_bytes_per_token = 0;  // the KV part of bytes_per_token
+  double kv_cache_bytes_per_position = 0;  // what the KV cache stores per token of context (fp16 K and V)
+  struct SweepPoint {
+    int context = 0;
+    Stat decode_tok_s;
+  };
+  std::vector<SweepPoint> sweep;  // opt.ctx_sweep, in order
   double bandwidth_bytes_s = 0;   // measured read bandwidth, same thread count: median of the probes
   Stat bandwidth;                 // the probes' median, min and max (bytes/s)
   int bandwidth_probes = 0;
@@ -56,6 +69,11 @@ struct BenchReport {
   std::string energy_source;       // "rapl" or "estimate: W W/core x CPU-seconds"
   double battery_fraction = 0;     // energy_j / (5000 mAh x 3.85 V)
 };
+
+// Median, min and max of `v` (not empty).
+Stat stat_of(std::vector<double> v);
+// `n` pseudo-random token ids below `vocab` (xorshift on `state`).
+std::vector<int32_t> random_ids(int n, int vocab, uint64_t& state);
 
 // Phone battery used for the energy comparison: 5,000 mAh at 3.85 V.
 inline constexpr double kPhoneBatteryJoules = 5.0 * 3.85 * 3600.0;

@@ -39,6 +39,10 @@ std::string format_table(const BenchReport& r) {
       fmt("%.1f tok/s [%.1f, %.1f]", r.decode_tok_s.median, r.decode_tok_s.min, r.decode_tok_s.max));
   row("peak memory increase", fmt("%.1f MB (baseline %.1f MB, peak %.1f MB)", r.peak_increase_mb, r.baseline_rss_mb,
                                   r.peak_rss_mb));
+  row("KV cache per token of context", fmt("%.0f bytes (fp16 K and V)", r.kv_cache_bytes_per_position));
+  for (const auto& sp : r.sweep)
+    row("decode at context " + std::to_string(sp.context),
+        fmt("%.1f tok/s [%.1f, %.1f]", sp.decode_tok_s.median, sp.decode_tok_s.min, sp.decode_tok_s.max));
   row("bytes read per decoded token", fmt("%.1f MB (KV cache %.1f MB)", r.bytes_per_token / 1e6, r.kv_bytes_per_token / 1e6));
   if (r.bandwidth_bytes_s > 0) {
     row("read bandwidth (measured)",
@@ -79,6 +83,7 @@ std::string format_json(const BenchReport& r) {
       {"peak_rss_increase_mb", r.peak_increase_mb},
       {"bytes_per_token", r.bytes_per_token},
       {"kv_bytes_per_token", r.kv_bytes_per_token},
+      {"kv_cache_bytes_per_position", r.kv_cache_bytes_per_position},
       {"bandwidth_bytes_s", r.bandwidth_bytes_s},
       {"bandwidth_probes_bytes_s", {{"median", r.bandwidth.median}, {"min", r.bandwidth.min}, {"max", r.bandwidth.max}}},
       {"bandwidth_probes", r.bandwidth_probes},
@@ -91,6 +96,9 @@ std::string format_json(const BenchReport& r) {
       {"watts_per_core", o.watts_per_core},
       {"battery_fraction", r.battery_fraction},
   };
+  nlohmann::json sweep = nlohmann::json::array();
+  for (const auto& sp : r.sweep) sweep.push_back({{"context", sp.context}, {"decode_tok_s", stat_json(sp.decode_tok_s)}});
+  j["ctx_sweep"] = sweep;
   return j.dump(2) + "\n";
 }
 

@@ -620,6 +620,37 @@ pocket_status pocket_session_reset(pocket_session* session) {
                  [&] { session_for_call(session, log_to)->engine->reset(); });
 }
 
+pocket_status pocket_session_save_state(pocket_session* session, const char* path) {
+  const pocket::SharedModel* log_to = nullptr;
+  return guarded("pocket_session_save_state", POCKET_ERR_FAILED, &log_to, [&] {
+    auto entry = session_for_call(session, log_to);
+    if (path == nullptr) refuse(POCKET_ERR_INVALID_ARGUMENT, "the state path is NULL");
+    entry->engine->save_state(path);
+  });
+}
+
+pocket_status pocket_session_load_state(pocket_session* session, const char* path) {
+  const pocket::SharedModel* log_to = nullptr;
+  return guarded("pocket_session_load_state", POCKET_ERR_FAILED, &log_to, [&] {
+    auto entry = session_for_call(session, log_to);
+    if (path == nullptr) refuse(POCKET_ERR_INVALID_ARGUMENT, "the state path is NULL");
+    entry->engine->load_state(path);
+  });
+}
+
+pocket_status pocket_session_share_chat_start(pocket_session* source, pocket_session* const* targets,
+                                              size_t n_targets) {
+  const pocket::SharedModel* log_to = nullptr;
+  return guarded("pocket_session_share_chat_start", POCKET_ERR_FAILED, &log_to, [&] {
+    auto entry = session_for_call(source, log_to);
+    if (targets == nullptr && n_targets > 0) refuse(POCKET_ERR_INVALID_ARGUMENT, "the target list is NULL");
+    std::vector<std::shared_ptr<SessionEntry>> to;
+    for (size_t i = 0; i < n_targets; ++i) to.push_back(need_session(targets[i]));
+    auto prefix = entry->engine->share_chat_start();
+    for (const auto& t : to) t->engine->use_prefix(*prefix);
+  });
+}
+
 pocket_status pocket_session_cancel(pocket_session* session) {
   return guarded("pocket_session_cancel", POCKET_ERR_FAILED, nullptr,
                  [&] { need_session(session)->engine->cancel(); });

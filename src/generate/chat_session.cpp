@@ -25,6 +25,12 @@ void ChatSession::append(const std::vector<ChatPiece>& pieces) {
   tokens_.insert(tokens_.end(), ids.begin(), ids.end());
 }
 
+void ChatSession::resume(std::vector<int32_t> tokens) {
+  if (tokens.empty()) return;  // a state saved by plain generation: keep the fresh start
+  if (tokens != tokens_) pending_system_.clear();  // a turn was taken: it carried the system prompt
+  tokens_ = std::move(tokens);
+}
+
 GenerateResult ChatSession::send(const std::string& user_text, const GenerateOptions& opt,
                                  const std::function<bool(std::string_view)>& on_text) {
   size_t before = tokens_.size();

@@ -26,6 +26,9 @@ class ChatSession {
                       const std::function<bool(std::string_view)>& on_text = {});
 
   const std::vector<int32_t>& tokens() const { return tokens_; }
+  // Continues a saved conversation (Session::load_state): its tokens
+  // replace this chat's (a system prompt given here is then not used).
+  void resume(std::vector<int32_t> tokens);
   const ChatTemplate& chat_template() const { return tmpl_; }
 
  private:

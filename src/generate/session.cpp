@@ -2,9 +2,12 @@
 
 #include <limits>
 #include <optional>
+#include <sstream>
 
 #include "generate/text_stream.h"
+#include "state/session_state.h"
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 namespace pocket {
 
@@ -76,6 +79,27 @@ size_t Session::common_prefix(std::span<const int32_t> input) const {
 void Session::reset() {
   ctx_.cache.clear();
   cached_.clear();
+}
+
+void Session::save_state(const std::string& path, const std::vector<int32_t>& conversation) const {
+  save_session_state(path, *model_, ctx_.cache, {cached_, conversation});
+}
+
+std::vector<int32_t> Session::load_state(const std::string& path) {
+  auto file = MappedFile::open(path);
+  return restore(file->data(), file->size(), path);
+}
+
+std::string Session::snapshot(const std::vector<int32_t>& conversation) const {
+  std::ostringstream out;
+  write_session_state(out, *model_, ctx_.cache, {cached_, conversation});
+  return std::move(out).str();
+}
+
+std::vector<int32_t> Session::restore(const uint8_t* data, size_t size, const std::string& source) {
+  SessionState s = read_session_state(data, size, source, *model_, ctx_.cache);
+  cached_ = std::move(s.cached);
+  return std::move(s.conversation);
 }
 
 void Session::set_threads(int n_threads) {

@@ -91,6 +91,16 @@ class Session {
   const float* hidden_taps(int pos) const;
 
   const std::vector<int32_t>& cached_tokens() const { return cached_; }
+  // Saved sessions (state/session_state.h): writes the cached tokens, the KV
+  // cache and `conversation` (chat's tokens, may be empty) to `path`;
+  // load_state replaces this session's cache with a saved one (same model
+  // and KV type, a context that holds it) and returns the conversation.
+  void save_state(const std::string& path, const std::vector<int32_t>& conversation = {}) const;
+  std::vector<int32_t> load_state(const std::string& path);
+  // The same in memory (generate/prefix_cache.h): the state's bytes, and
+  // loading them (`source` names them in errors).
+  std::string snapshot(const std::vector<int32_t>& conversation = {}) const;
+  std::vector<int32_t> restore(const uint8_t* data, size_t size, const std::string& source);
   int context_size() const { return ctx_.cache.capacity(); }
   void reset();
   // Replaces the worker pool (results are identical for any count).

@@ -72,4 +72,17 @@ void KVCache::truncate(int n) {
   n_past_ = n;
 }
 
+void KVCache::restore(int size, int local_base) {
+  if (size < 0 || size > n_ctx_) fail("KV cache: restoring ", size, " positions into a context of ", n_ctx_);
+  if (window_ <= 0) local_base = 0;
+  if (local_base < 0 || local_base > size || size - local_base > local_slots_)
+    fail("KV cache: restoring local layers from position ", local_base, " of ", size, " (they hold ", local_slots_,
+         " positions)");
+  if (local_base > 0 && size - local_base < window_ - 1)
+    fail("KV cache: restoring local layers from position ", local_base, " of ", size, " leaves out positions the window of ",
+         window_, " still sees");
+  local_base_ = local_base;
+  n_past_ = size;
+}
+
 }  // namespace pocket

@@ -53,7 +53,22 @@ class KVCache {
   // each other. pos in [first_stored(layer), size + pending writes).
   uint16_t* k(int layer, int head, int pos) { return base_ + offset(layer, 0, head, pos); }
   uint16_t* v(int layer, int head, int pos) { return base_ + offset(layer, 1, head, pos); }
+  const uint16_t* k(int layer, int head, int pos) const { return base_ + offset(layer, 0, head, pos); }
+  const uint16_t* v(int layer, int head, int pos) const { return base_ + offset(layer, 1, head, pos); }
   size_t reserved_bytes() const { return bytes_; }
+
+  // Shape, for saved session state (state/session_state.h).
+  int n_layers() const { return static_cast<int>(layers_.size()); }
+  int n_kv_heads() const { return n_kv_heads_; }
+  int head_dim() const { return head_dim_; }
+  bool is_local(int layer) const { return layers_[layer].local; }
+  // Rows a local layer holds at most (positions size - local_slots ... are
+  // the oldest a restore can keep).
+  int local_slots() const { return local_slots_; }
+  // Sets the size and the first position local layers store, before the
+  // caller fills rows [first_stored(l), size) from a saved state. Throws if
+  // they do not fit this cache (or leave visible positions missing).
+  void restore(int size, int local_base);
 
  private:
   struct LayerSlots {

@@ -8,6 +8,7 @@
 #include "constrain/constraint.h"
 #include "generate/chat_session.h"
 #include "generate/session.h"
+#include "generate/prefix_cache.h"
 #include "kernels/kernels.h"
 #include "pocket/pocket.h"
 #include "runtime/loader.h"
@@ -226,6 +227,37 @@ std::string Engine::chat(const std::string& user_message, const GenerationOption
 void Engine::reset() {
   CallScope scope(impl_->call, "reset");
   impl_->session->reset();
+  impl_->new_chat();
+}
+
+void Engine::save_state(const std::string& path) {
+  CallScope scope(impl_->call, "save_state");
+  impl_->session->save_state(path, impl_->chat->tokens());
+}
+
+void Engine::load_state(const std::string& path) {
+  CallScope scope(impl_->call, "load_state");
+  auto conversation = impl_->session->load_state(path);
+  impl_->new_chat();
+  impl_->chat->resume(std::move(conversation));
+}
+
+int SharedPrefix::tokens() const { return static_cast<int>(cache_->tokens().size()); }
+size_t SharedPrefix::bytes() const { return cache_->bytes(); }
+
+std::shared_ptr<const SharedPrefix> Engine::share_chat_start() {
+  CallScope scope(impl_->call, "share_chat_start");
+  impl_->new_chat();
+  if (impl_->chat->tokens().empty())
+    fail_as(ErrorCode::InvalidArgument, "share_chat_start: the chat starts with no tokens (no system prompt, and "
+            "the template adds nothing before the first user turn)");
+  auto cache = std::make_shared<const PrefixCache>(*impl_->session, impl_->chat->tokens());
+  return std::shared_ptr<const SharedPrefix>(new SharedPrefix(std::move(cache)));
+}
+
+void Engine::use_prefix(const SharedPrefix& prefix) {
+  CallScope scope(impl_->call, "use_prefix");
+  prefix.cache_->apply(*impl_->session);
   impl_->new_chat();
 }
 

@@ -64,6 +64,24 @@ TEST(BenchCli, JsonHasTheReportedFields) {
   // 2 (K, V) x 2 layers x 2 kv heads x 32 head_dim x 2 bytes x 36.5.
   EXPECT_DOUBLE_EQ(j["kv_bytes_per_token"].get<double>(), 2.0 * 2 * 2 * 32 * 2 * 36.5);
 
+  // What the KV cache stores per token of context: 2 x 2 x 2 x 32 x 2 bytes.
+  EXPECT_DOUBLE_EQ(j["kv_cache_bytes_per_position"].get<double>(), 2.0 * 2 * 2 * 32 * 2);
+  EXPECT_TRUE(j["ctx_sweep"].empty());
+
+  // A context sweep: one decode rate per context, in order.
+  out = run(cli + " bench -m " + model + " -p 8 -n 4 -t 1 --runs 1 --bandwidth-bytes 16777216 --ctx 16,40,100 --json",
+            &rc);
+  ASSERT_EQ(rc, 0) << out;
+  j = nlohmann::json::parse(out);
+  ASSERT_EQ(j["ctx_sweep"].size(), 3u) << out;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(j["ctx_sweep"][i]["context"], (std::vector<int>{16, 40, 100})[i]);
+    EXPECT_GT(j["ctx_sweep"][i]["decode_tok_s"]["min"].get<double>(), 0);
+  }
+  std::string unsorted = run(cli + " bench -m " + model + " -p 8 -n 4 -t 1 --runs 1 --ctx 64,32 2>&1", &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(unsorted.find("--ctx values must rise"), std::string::npos) << unsorted;
+
   // The table form runs too and names its method.
   std::string table = run(cli + " bench -m " + model + " -p 8 -n 4 -t 1 --runs 1 --bandwidth-bytes 16777216", &rc);
   ASSERT_EQ(rc, 0) << table;
