@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <thread>
 
@@ -136,8 +137,28 @@ void Model::forward(std::span<const int32_t> tokens, Context& ctx, ThreadPool& p
   }
 }
 
+void Model::forward_hidden(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool,
+                           const HiddenTaps& taps) const {
+  if (taps.layer_out != nullptr && (taps.layer < 0 || taps.layer >= cfg_.n_layers))
+    fail("hidden-state tap: layer ", taps.layer, " is outside the model's 0..", cfg_.n_layers - 1);
+  if (tokens.empty()) fail("forward: no tokens to process");
+  const int n_total = static_cast<int>(tokens.size());
+  if (ctx.cache.size() + n_total > ctx.cache.capacity())
+    fail("the input needs ", ctx.cache.size() + n_total, " tokens of context but the context holds ",
+         ctx.cache.capacity(), " (raise the context size or shorten the prompt)");
+  for (int32_t t : tokens)
+    if (t < 0 || t >= cfg_.vocab_size) fail("token id ", t, " is outside the vocabulary (", cfg_.vocab_size, ")");
+  for (int done = 0; done < n_total; done += kMaxBatch) {
+    const size_t at = static_cast<size_t>(done) * cfg_.dim;
+    HiddenTaps part = taps;
+    if (part.final_normed) part.final_normed += at;
+    if (part.layer_out) part.layer_out += at;
+    forward_batch(tokens.subspan(done, std::min(kMaxBatch, n_total - done)), ctx, pool, nullptr, false, &part);
+  }
+}
+
 void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, float* logits,
-                          bool all_logits) const {
+                          bool all_logits, const HiddenTaps* taps) const {
   const ModelConfig& c = cfg_;
   const int n = static_cast<int>(tokens.size());
   const int pos0 = ctx.cache.size();
@@ -235,12 +256,29 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
         kernels::swiglu(gate + at, up + at, c.hidden_dim);
     });
     kernels::matmul(*L.w_down, gate, n, xn, &pool);
+    if (taps && taps->layer_out && taps->layer == l && l < c.n_layers - 1)  // x + this block's output
+      per_token([&](int i) {
+        const size_t at = static_cast<size_t>(i) * dim;
+        float* o = taps->layer_out + at;
+        std::memcpy(o, xn + at, static_cast<size_t>(dim) * sizeof(float));
+        if (c.post_norms) kernels::rmsnorm(o, o, L.post_ffn_norm.data(), dim, c.norm_eps);
+        for (int j = 0; j < dim; ++j) o[j] += x[at + j];
+      });
   }
   per_token([&](int i) {  // the last layer's residual
     add_block_output(x + static_cast<size_t>(i) * dim, xn + static_cast<size_t>(i) * dim,
                      layers_[c.n_layers - 1].post_ffn_norm);
   });
   ctx.cache.set_size(pos0 + n);
+  if (taps) {
+    const size_t bytes = static_cast<size_t>(n) * dim * sizeof(float);
+    if (taps->layer_out && taps->layer == c.n_layers - 1) std::memcpy(taps->layer_out, x, bytes);
+    if (taps->final_normed)
+      per_token([&](int i) {
+        kernels::rmsnorm(taps->final_normed + static_cast<size_t>(i) * dim, x + static_cast<size_t>(i) * dim,
+                         output_norm_.data(), dim, c.norm_eps);
+      });
+  }
 
   if (logits == nullptr) return;
   // The output head runs only for the rows whose logits are wanted.

@@ -15,6 +15,15 @@ namespace pocket {
 
 class ThreadPool;
 
+// Hidden states a caller wants from a forward pass besides (or instead of)
+// the logits: rows are the processed tokens, dim floats each. Used by
+// decision heads (src/heads) to read features without the output head.
+struct HiddenTaps {
+  float* final_normed = nullptr;  // the final hidden state after output_norm (what the LM head sees)
+  int layer = -1;                 // 0 <= layer < n_layers: also the residual stream after that layer...
+  float* layer_out = nullptr;     // ...written here
+};
+
 // Per-sequence state: the KV cache plus scratch buffers sized for one batch.
 struct Context {
   Context(const ModelConfig& cfg, int n_ctx);
@@ -42,6 +51,9 @@ class Model {
   // `all_logits` is set (evaluation, speculative verification).
   void forward(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, float* logits,
                bool all_logits = false) const;
+  // The same pass, writing the hidden states `taps` asks for (one row per
+  // token) and no logits; appends the tokens to the cache like forward().
+  void forward_hidden(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, const HiddenTaps& taps) const;
 
  private:
   struct Layer {
@@ -51,7 +63,7 @@ class Model {
     const float* inv_freq;                             // RoPE table of this layer (local or global)
   };
   void forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, float* logits,
-                     bool all_logits) const;
+                     bool all_logits, const HiddenTaps* taps = nullptr) const;
   void attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool) const;
 
   std::shared_ptr<const ModelFile> file_;
