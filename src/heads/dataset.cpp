@@ -109,9 +109,9 @@ std::vector<std::string> split_record(const std::string& s, size_t& pos, char se
 }
 
 std::vector<Example> load_examples(const std::string& path, const DataOptions& opt) {
+  const std::string format = opt.format == "auto" ? ext_format(path) : opt.format;
   std::string data = read_text_file(path);
   if (data.size() >= 3 && data.compare(0, 3, "\xEF\xBB\xBF") == 0) data.erase(0, 3);  // a UTF-8 BOM
-  const std::string format = opt.format == "auto" ? ext_format(path) : opt.format;
   const std::vector<std::string> text_cols = split_list(opt.text, ',');
   std::string where_col, where_val;
   if (!opt.where.empty()) {

@@ -126,17 +126,28 @@ std::vector<int32_t> Scorer::prompt_tokens(const std::string& tmpl, const std::s
   return ids;
 }
 
+std::vector<int32_t> Scorer::continuation_tokens(const std::string& prompt_text, const std::vector<int32_t>& prompt,
+                                                 const std::string& cont) const {
+  EncodeOptions eo;
+  eo.add_bos = tok_->vocab().add_bos;
+  std::vector<int32_t> full = tok_->encode(prompt_text + cont, eo);
+  if (full.size() > prompt.size() && std::equal(prompt.begin(), prompt.end(), full.begin()))
+    return {full.begin() + static_cast<std::ptrdiff_t>(prompt.size()), full.end()};
+  return tok_->encode(cont);
+}
+
 Prediction Scorer::zero_shot(const std::string& text, const std::vector<std::string>& labels, const std::string& tmpl,
                              const std::vector<std::string>& verbalisations) {
   if (labels.size() < 2) fail("zero-shot classification needs at least two labels");
   if (!verbalisations.empty() && verbalisations.size() != labels.size())
     fail(verbalisations.size(), " verbalisations for ", labels.size(), " labels");
+  const std::string prompt_text = apply_template(tmpl, text);
+  std::vector<int32_t> prompt = prompt_tokens(tmpl, text);
   std::vector<std::vector<int32_t>> conts;
   for (size_t i = 0; i < labels.size(); ++i) {
-    conts.push_back(tok_->encode(verbalisations.empty() ? " " + labels[i] : verbalisations[i]));
+    conts.push_back(continuation_tokens(prompt_text, prompt, verbalisations.empty() ? " " + labels[i] : verbalisations[i]));
     if (conts.back().empty()) fail("label '", labels[i], "' has no tokens");
   }
-  std::vector<int32_t> prompt = prompt_tokens(tmpl, text);
   size_t longest = 0;
   for (const auto& c : conts) longest = std::max(longest, c.size());
   if (prompt.size() + longest > static_cast<size_t>(max_tokens_))
@@ -157,10 +168,13 @@ Prediction Scorer::zero_shot(const std::string& text, const std::vector<std::str
 std::vector<Ranked> Scorer::rank_loglik(const std::string& query, const std::vector<std::string>& candidates,
                                         const std::string& tmpl, bool share_prefix) {
   if (candidates.empty()) fail("nothing to rank: no candidates");
+  const std::string prompt_text = apply_template(tmpl, query);
   std::vector<int32_t> prompt = prompt_tokens(tmpl, query);
   std::vector<std::vector<int32_t>> conts;
   for (const std::string& c : candidates) {
-    conts.push_back(tok_->encode(c));
+    const bool spaced = c.empty() || c[0] == ' ' || c[0] == '\n' || prompt_text.empty() || prompt_text.back() == ' ' ||
+                        prompt_text.back() == '\n';
+    conts.push_back(continuation_tokens(prompt_text, prompt, spaced ? c : " " + c));
     if (conts.back().empty()) fail("candidate '", c.substr(0, 40), "' has no tokens");
     if (prompt.size() + conts.back().size() > static_cast<size_t>(max_tokens_))
       fail("query + candidate '", c.substr(0, 40), "' need ", prompt.size() + conts.back().size(),

@@ -79,6 +79,12 @@ class Scorer {
 
   // Prompt tokens as the zero-shot/rank scorers build them.
   std::vector<int32_t> prompt_tokens(const std::string& tmpl, const std::string& text) const;
+  // The tokens `cont` adds after `prompt_text`: the tail of encode(prompt +
+  // cont) when it extends encode(prompt) (so a SentencePiece dummy space or a
+  // BPE merge across the join is what the model would really see), else
+  // encode(cont) on its own.
+  std::vector<int32_t> continuation_tokens(const std::string& prompt_text, const std::vector<int32_t>& prompt,
+                                           const std::string& cont) const;
 
  private:
   std::shared_ptr<const Tokenizer> tok_;
