@@ -38,10 +38,15 @@ nlohmann::json prediction_json(const heads::Prediction& p, const std::vector<std
 }
 
 int run_classify(ClassifyArgs& a) {
-  if (a.head.empty() == a.zero_shot.empty()) fail("give --head HEAD, or --zero-shot LABEL,LABEL,... (one of them)");
+  if (!a.head.empty() && !a.zero_shot.empty()) fail("give --head HEAD or --zero-shot LABELS, not both");
   if (a.texts.empty() == a.file.empty()) fail("give the text to classify, or -f FILE (one of them)");
-  if (a.route && a.head.empty()) fail("route needs a trained --head (its out-of-scope threshold)");
-  LoadedModel m = a.model.load();
+  std::string model_path;
+  LoadedModel m = a.model.load(&model_path);
+  if (a.head.empty() && a.zero_shot.empty()) {  // the heads stored in the model file
+    if (m.file->format != "pocket" && m.file->format != "gguf")
+      fail("give --head HEAD or --zero-shot LABEL,LABEL,... (", model_path, " carries no heads)");
+    a.head = model_path;
+  }
   const int threads = a.model.resolve_threads();
   heads::Head head;
   std::vector<std::string> labels;
@@ -129,7 +134,7 @@ CLI::App* add_common(CLI::App& app, const char* name, const char* help, std::sha
   sub->add_option("text", a->texts, "Text(s) to classify");
   sub->add_option("-f,--file", a->file, "Inputs from a JSONL/CSV/TSV file; with labels, prints accuracy, macro-F1 and confusions");
   add_data_options(*sub, a->data);
-  sub->add_option("--head", a->head, "Head file, or Pocket file[#name] carrying heads");
+  sub->add_option("--head", a->head, "Head file, or Pocket file[#name] carrying heads (default: the model's own head)");
   sub->add_option("--max-tokens", a->max_tokens, "Tokens kept per input (default 512)")->check(CLI::Range(2, 1 << 20));
   sub->add_option("--top", a->top, "Alternatives listed with --json (default 3)")->check(CLI::Range(1, 1 << 16));
   sub->add_flag("--json", a->json, "JSON lines (one per input) or a JSON summary over a labelled file");

@@ -105,6 +105,28 @@ TEST(HeadsModel, RankingHeadSharedPathEqualsPlainPath) {
   }
 }
 
+TEST(HeadsModel, RouteAnswersOtherBelowTheThreshold) {
+  const LoadedModel& m = stories();
+  Head h;
+  h.labels = {"a", "b", "c", "d"};
+  h.net.init(m.model->config().dim, 0, 4, 1);  // zero weights: every label 1/4
+  h.mean.assign(static_cast<size_t>(h.net.in), 0.0f);
+  h.inv_std.assign(static_cast<size_t>(h.net.in), 1.0f);
+  h.net.b2 = {0.0f, 0.5f, 0.0f, 0.0f};  // "b" on top with p = e^.5 / (3 + e^.5) = 0.355
+  h.threshold = 0.4f;
+  h.other_label = "not mine";
+  Scorer s(m.model, m.tokenizer, 1, 64);
+  Prediction p = s.route(h, "Tom ran.");
+  EXPECT_TRUE(p.out_of_scope);
+  EXPECT_EQ(p.label, "not mine");
+  EXPECT_EQ(p.index, -1);
+  EXPECT_NEAR(p.probability, 0.3547, 1e-3);
+  p = s.route(h, "Tom ran.", 0.3f);  // an explicit threshold overrides the head's
+  EXPECT_FALSE(p.out_of_scope);
+  EXPECT_EQ(p.label, "b");
+  EXPECT_EQ(s.classify(h, "Tom ran.").label, "b");  // classify ignores the threshold
+}
+
 TEST(HeadsModel, ZeroShotPicksTheLikeliestVerbalisation) {
   const LoadedModel& m = stories();
   Scorer s(m.model, m.tokenizer, 2, 256);
