@@ -289,16 +289,6 @@ void add_vocab_metadata(GgufWriter& w, const Vocab& v, const std::string& chat_t
   if (!chat_template.empty()) w.set_string("tokenizer.chat_template", chat_template);
 }
 
-namespace {
-
-template <class T>
-void put_raw(std::string& out, T v) {
-  char b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));
-  out.append(b, sizeof(T));
-}
-
-}  // namespace
 
 GgufMeta to_meta(const GgufValue& v, const std::vector<int32_t>* keep) {
   switch (v.type) {
@@ -338,8 +328,8 @@ GgufMeta to_meta(const GgufValue& v, const std::vector<int32_t>* keep) {
   const int size = static_cast<int>(gguf_scalar_size(v.elem_type));
   GgufMeta m;
   m.type = GgufType::Array;
-  put_raw<uint32_t>(m.payload, static_cast<uint32_t>(v.elem_type));
-  put_raw<uint64_t>(m.payload, idx.size());
+  put<uint32_t>(m.payload, static_cast<uint32_t>(v.elem_type));
+  put<uint64_t>(m.payload, idx.size());
   for (size_t k : idx) m.payload.append(reinterpret_cast<const char*>(v.raw) + k * static_cast<size_t>(size), size);
   return m;
 }

@@ -34,6 +34,18 @@ const TensorView* matrix(const ModelFile& f, const std::string& name, int64_t ro
   return &t;
 }
 
+// What forward() and forward_hidden() refuse: no tokens, too many for the
+// context, ids outside the vocabulary.
+void check_input(std::span<const int32_t> tokens, const Context& ctx, const ModelConfig& cfg) {
+  if (tokens.empty()) fail("forward: no tokens to process");
+  const int n_total = static_cast<int>(tokens.size());
+  if (ctx.cache.size() + n_total > ctx.cache.capacity())
+    fail("the input needs ", ctx.cache.size() + n_total, " tokens of context but the context holds ",
+         ctx.cache.capacity(), " (raise the context size or shorten the prompt)");
+  for (int32_t t : tokens)
+    if (t < 0 || t >= cfg.vocab_size) fail("token id ", t, " is outside the vocabulary (", cfg.vocab_size, ")");
+}
+
 }  // namespace
 
 Context::Context(const ModelConfig& cfg, int n_ctx) : cache(cfg, n_ctx) {}
@@ -121,13 +133,8 @@ void Model::repack_weights() {
 
 void Model::forward(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, float* logits,
                     bool all_logits) const {
-  if (tokens.empty()) fail("forward: no tokens to process");
+  check_input(tokens, ctx, cfg_);
   const int n_total = static_cast<int>(tokens.size());
-  if (ctx.cache.size() + n_total > ctx.cache.capacity())
-    fail("the input needs ", ctx.cache.size() + n_total, " tokens of context but the context holds ",
-         ctx.cache.capacity(), " (raise the context size or shorten the prompt)");
-  for (int32_t t : tokens)
-    if (t < 0 || t >= cfg_.vocab_size) fail("token id ", t, " is outside the vocabulary (", cfg_.vocab_size, ")");
   static_assert(kMaxBatch <= KVCache::kMaxWrite);
   for (int done = 0; done < n_total; done += kMaxBatch) {
     int n = std::min(kMaxBatch, n_total - done);
@@ -141,13 +148,8 @@ void Model::forward_hidden(std::span<const int32_t> tokens, Context& ctx, Thread
                            const HiddenTaps& taps) const {
   if (taps.layer_out != nullptr && (taps.layer < 0 || taps.layer >= cfg_.n_layers))
     fail("hidden-state tap: layer ", taps.layer, " is outside the model's 0..", cfg_.n_layers - 1);
-  if (tokens.empty()) fail("forward: no tokens to process");
+  check_input(tokens, ctx, cfg_);
   const int n_total = static_cast<int>(tokens.size());
-  if (ctx.cache.size() + n_total > ctx.cache.capacity())
-    fail("the input needs ", ctx.cache.size() + n_total, " tokens of context but the context holds ",
-         ctx.cache.capacity(), " (raise the context size or shorten the prompt)");
-  for (int32_t t : tokens)
-    if (t < 0 || t >= cfg_.vocab_size) fail("token id ", t, " is outside the vocabulary (", cfg_.vocab_size, ")");
   for (int done = 0; done < n_total; done += kMaxBatch) {
     const size_t at = static_cast<size_t>(done) * cfg_.dim;
     HiddenTaps part = taps;
