@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "common/test_util.h"
+#include "formats/format_test_util.h"
 #include "formats/gguf_writer.h"
 #include "heads/dataset.h"
 #include "heads/head_file.h"
@@ -32,14 +33,7 @@ Head small_head(int hidden) {
   return h;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;  // fails the test when nothing is thrown
 
 TEST(HeadFile, RoundTripKeepsEverything) {
   test::TempDir dir;
