@@ -109,9 +109,11 @@ for t in "${run_list[@]}"; do
   art="$build/artifacts/$t"
   log="$logs/fuzz-$t.log"
   mkdir -p "$work" "$art"
-  [[ -d "$root/fuzz/corpus/$t" ]] && cp -n "$root/fuzz/corpus/$t"/* "$work"/ 2>/dev/null || true
+  # A structure-aware variant (<name>_struct) starts from <name>'s seeds and dictionary.
+  seeds="$t"; [[ -d "$root/fuzz/corpus/$t" ]] || seeds="${t%_struct}"
+  [[ -d "$root/fuzz/corpus/$seeds" ]] && cp -n "$root/fuzz/corpus/$seeds"/* "$work"/ 2>/dev/null || true
   dict=()
-  [[ -f "$root/fuzz/dict/$t.dict" ]] && dict=("-dict=$root/fuzz/dict/$t.dict")
+  [[ -f "$root/fuzz/dict/$seeds.dict" ]] && dict=("-dict=$root/fuzz/dict/$seeds.dict")
   before=$(find "$art" -type f | wc -l)
   echo "fuzz: fuzz_$t for ${seconds}s (log: build/logs/fuzz-$t.log)"
   rc=0

@@ -33,3 +33,19 @@ ccache_report() {
     $1=="direct_cache_hit"||$1=="preprocessed_cache_hit"{h+=$2} $1=="cache_miss"{m=$2}
     END{if (h+m>0) printf "   ccache: %d of %d compilations from the cache\n", h, h+m}'
 }
+
+# pinned_venv VENV REQUIREMENTS: a virtual environment with the pinned packages
+# of REQUIREMENTS (made again when the file changes). Fails, leaving no venv,
+# when they cannot be installed (no PyPI): the caller then skips, saying so.
+pinned_venv() {
+  local venv="$1" req="$2" py=/usr/bin/python3
+  [[ -x "$py" ]] || py="$(command -v python3)"
+  cmp -s "$req" "$venv/.requirements" 2>/dev/null && return 0
+  rm -rf "$venv"
+  if "$py" -m venv "$venv" && "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"; then
+    cp "$req" "$venv/.requirements"
+    return 0
+  fi
+  rm -rf "$venv"
+  return 1
+}

@@ -19,16 +19,11 @@ req="$root/tools/oracles/requirements.txt"
 py=/usr/bin/python3
 [[ -x "$py" ]] || py="$(command -v python3)"
 
-stamp="$venv/.requirements"
-if ! cmp -s "$req" "$stamp" 2>/dev/null; then
-  rm -rf "$venv"
-  if ! "$py" -m venv "$venv" || ! "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"; then
-    echo "oracles: SKIPPED: could not install tools/oracles/requirements.txt from PyPI (no network?);"
-    echo "oracles: the committed golden files still checked parity in the release stage"
-    rm -rf "$venv"
-    exit 0
-  fi
-  cp "$req" "$stamp"
+source "$root/scripts/lib.sh"
+if ! pinned_venv "$venv" "$req"; then
+  echo "oracles: SKIPPED: could not install tools/oracles/requirements.txt from PyPI (no network?);"
+  echo "oracles: the committed golden files still checked parity in the release stage"
+  exit 0
 fi
 
 mkdir -p "$cases"

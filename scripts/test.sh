@@ -9,6 +9,8 @@
 #              over threads, concurrent engines, forward passes, C API sessions)
 #   oracles    the real Hugging Face libraries (PyPI, pinned) as live oracles:
 #              tokenizer parity on fresh random strings (scripts/oracles.sh)
+#   bindings   the Python package built with pip against the release build's
+#              libpocket, tested with pytest (scripts/bindings.sh; PyPI, pinned)
 #   fuzz       every libFuzzer target for a short smoke run (scripts/fuzz.sh)
 #   aarch64    cross build; kernel, quantization and model tests on three
 #              emulated cores (NEON, dotprod, i8mm), everything else once
@@ -27,7 +29,7 @@ logs="$root/build/logs"
 mkdir -p "$logs"
 source "$root/scripts/lib.sh"
 
-all_stages=(release no-avx512 oracles asan tsan fuzz aarch64)
+all_stages=(release no-avx512 oracles bindings asan tsan fuzz aarch64)
 stages=()
 case "${1:-}" in
   --quick) stages=(release) ;;
@@ -70,7 +72,7 @@ grep -h "SKIPPED" "$logs/gemma3-fetch.log" | sed 's/^/   /' || true
 ccache_zero
 end_stage
 
-if want release || want no-avx512 || want oracles; then
+if want release || want no-avx512 || want oracles || want bindings; then
   begin_stage release "Release build and tests"
   step release-build bash "$root/scripts/build.sh"
   want release && run_ctest release-tests "$root/build/release"
@@ -95,6 +97,13 @@ if want oracles; then
   begin_stage oracles "Hugging Face libraries from PyPI as live oracles"
   step oracles bash "$root/scripts/oracles.sh" "$root/build/release"
   grep -E "^oracles: SKIPPED|cases \(|GGUF files|tests? ran|PASSED|FAILED" "$logs/oracles.log" | sed 's/^/   /'
+  end_stage
+fi
+
+if want bindings; then
+  begin_stage bindings "the Python package: pip install bindings/python, pytest"
+  step bindings bash "$root/scripts/bindings.sh" "$root/build/release"
+  grep -E "^bindings: SKIPPED| passed| failed" "$logs/bindings.log" | sed 's/^/   /'
   end_stage
 fi
 

@@ -365,6 +365,15 @@ void write_seeds() {
     put("tokenize", name, (name == "specials" ? std::string("\x01") : std::string("\x00", 1)) + text);
     put("tokenize_diff", name, text);
   }
+
+  // --- kernels_diff: one seed per weight type (byte 0, the index into its
+  // type list), a tile-and-a-bit of rows, several blocks, 5 tokens, then
+  // option bytes and a pattern of codes/activations ---
+  for (int type = 0; type < 13; ++type) {
+    std::string seed = {static_cast<char>(type), 17, 7, 1, 4, static_cast<char>(type * 3), static_cast<char>(type)};
+    for (int i = 0; i < 512; ++i) seed += static_cast<char>((i * 73 + type * 29) & 0xff);
+    put("kernels_diff", "type" + std::to_string(type), seed);
+  }
 }
 
 }  // namespace

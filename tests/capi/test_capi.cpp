@@ -813,3 +813,81 @@ TEST(CApi, TheLastErrorIsPerThread) {
 }
 
 }  // namespace
+
+// Every sampling field of pocket_generate_options reaches the sampler: the C
+// call gives what the C++ API gives with the same options, and each variant
+// changes the text (so a field the C layer dropped would show as the base text).
+TEST(CApi, EverySamplingOptionReachesTheSampler) {
+  struct Variant {
+    const char* name;
+    void (*set_c)(pocket_generate_options&);
+    void (*set_cpp)(pocket::GenerationOptions&);
+  };
+  const Variant variants[] = {
+      {"base", [](pocket_generate_options&) {}, [](pocket::GenerationOptions&) {}},
+      {"temperature", [](pocket_generate_options& o) { o.temperature = 1.6f; },
+       [](pocket::GenerationOptions& o) { o.temperature = 1.6f; }},
+      {"top_k", [](pocket_generate_options& o) { o.top_k = 2; }, [](pocket::GenerationOptions& o) { o.top_k = 2; }},
+      {"top_p", [](pocket_generate_options& o) { o.top_p = 0.3f; },
+       [](pocket::GenerationOptions& o) { o.top_p = 0.3f; }},
+      {"min_p", [](pocket_generate_options& o) { o.min_p = 0.3f; },
+       [](pocket::GenerationOptions& o) { o.min_p = 0.3f; }},
+      {"repeat_penalty", [](pocket_generate_options& o) { o.repeat_penalty = 2.0f; },
+       [](pocket::GenerationOptions& o) { o.repeat_penalty = 2.0f; }},
+      {"seed", [](pocket_generate_options& o) { o.seed = 77; }, [](pocket::GenerationOptions& o) { o.seed = 77; }},
+  };
+  auto engine = pocket::Engine::open(stories_model());
+  Opened o;
+  std::string base;
+  for (const Variant& v : variants) {
+    pocket_generate_options c_opt;
+    pocket_generate_options_init(&c_opt);
+    c_opt.max_tokens = 40;
+    c_opt.temperature = 0.9f;
+    c_opt.min_p = 0;
+    c_opt.seed = 5;
+    c_opt.ignore_eos = 1;
+    v.set_c(c_opt);
+    pocket::GenerationOptions cpp_opt;
+    cpp_opt.max_tokens = 40;
+    cpp_opt.temperature = 0.9f;
+    cpp_opt.min_p = 0;
+    cpp_opt.seed = 5;
+    cpp_opt.ignore_eos = true;
+    v.set_cpp(cpp_opt);
+    Collect c;
+    ASSERT_EQ(pocket_session_generate(o.session, "Once upon a time", &c_opt, Collect::fn, &c, nullptr), POCKET_OK)
+        << pocket_last_error();
+    const std::string expected = engine->generate("Once upon a time", cpp_opt);
+    EXPECT_EQ(c.text, expected) << v.name;
+    if (base.empty()) {
+      base = expected;
+    } else {
+      EXPECT_NE(expected, base) << v.name << " does not change the text, so this test cannot see it dropped";
+    }
+  }
+}
+
+// The session's system prompt reaches the chat template (stories260K's is
+// plain text, so the system prompt adds prompt tokens).
+TEST(CApi, SessionSystemPromptReachesChat) {
+  pocket_session_options so;
+  pocket_session_options_init(&so);
+  so.system_prompt = "You tell short stories about cats.";
+  Opened with(&so), without;
+  pocket::EngineOptions eo;
+  eo.system_prompt = so.system_prompt;
+  auto engine = pocket::Engine::open(stories_model(), eo);
+  auto opt = greedy(16);
+  Collect a, b;
+  auto sa = new_stats(), sb = new_stats();
+  ASSERT_EQ(pocket_session_chat(with.session, "Hello", &opt, Collect::fn, &a, &sa), POCKET_OK) << last_error();
+  ASSERT_EQ(pocket_session_chat(without.session, "Hello", &opt, Collect::fn, &b, &sb), POCKET_OK) << last_error();
+  pocket::GenerationOptions cpp_opt;
+  cpp_opt.max_tokens = 16;
+  cpp_opt.temperature = 0;
+  pocket::GenerationStats cs;
+  EXPECT_EQ(a.text, engine->chat("Hello", cpp_opt, {}, &cs));
+  EXPECT_EQ(sa.prompt_tokens, cs.prompt_tokens);
+  EXPECT_GT(sa.prompt_tokens, sb.prompt_tokens);
+}

@@ -1,16 +1,10 @@
-// The int8-activation matmul kernels (MatmulEntry::int8_acts) against an
-// integer-exact reference that uses the same quantized activations as the
-// kernel (quantize_acts, act_quant.h). Per token t, row r and block b of 32
-// columns, with the weight stored as value = scale * code + offset:
-//
-//   y[t, r] = sum_b  sw[r,b] * dx[t,b] * I[t,r,b]  +  ow[r,b] * dx[t,b] * S[t,b]
-//   I = sum_j code[r, j] * qx[t, j]   (exact int32)     S = sum_j qx[t, j]
-//
-// evaluated in double, so the only difference left is the kernel's float
-// rounding. test_matmul.cpp keeps the end-to-end bound against the float
-// reference (which must allow the activation quantization error, a bound
-// that grows with sum|w|); this file tolerates only rounding, which is what
-// catches a 0.1% error in a zero-point correction or a scale.
+// The int8-activation matmul kernels (MatmulEntry::int8_acts) on every level
+// against the integer-exact reference of exact_reference.h, which uses the
+// kernel's own quantized activations, so only float rounding is tolerated.
+// test_matmul.cpp keeps the end-to-end bound against the float reference
+// (which must allow the activation quantization error, a bound that grows
+// with sum|w|); this file is what catches a 0.1% error in a zero-point
+// correction or a scale.
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -20,6 +14,7 @@
 
 #include "kernels/act_quant.h"
 #include "kernels/table.h"
+#include "kernels/exact_reference.h"
 #include "kernels/weight_builders.h"
 #include "core/pq_format.h"
 
@@ -29,77 +24,11 @@ namespace {
 using test::BuiltWeight;
 using test::build_weight;
 using test::Rng;
+using namespace test_exact;
 
 // Every weight type this file has an exact reference for; the coverage test
 // below fails if some level gains an int8 kernel for a type not listed.
 constexpr DType kInt8Types[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::PQ4, DType::PQ8};
-
-bool is_pq(DType t) { return t == DType::PQ4 || t == DType::PQ8; }
-
-// A kernel may add up to this much to the stored codes to use an unsigned x
-// signed int8 dot and remove bias * sum(x) afterwards (AVX-512 vpdpbusd does
-// this for the signed 8-bit types: x86_vec.h kS8Bias). The nibble types are
-// already unsigned. It only enlarges the magnitude the rounding is measured
-// against, as the kernel's intermediate terms are that large.
-int max_code_bias(DType t) { return (t == DType::Q8_0 || t == DType::PQ8) ? 128 : 0; }
-
-// The activations padded as the matmul entry point pads them (whole groups
-// for PQ types, whole blocks of 32 otherwise).
-int64_t padded_cols(DType t, int64_t cols, int group) {
-  const int64_t unit = is_pq(t) ? group : kActBlock;
-  return (cols + unit - 1) / unit * unit;
-}
-
-struct ExactRef {
-  std::vector<double> y;    // n * rows
-  std::vector<double> mag;  // n * rows: sum of |terms| the kernel rounds
-  int64_t blocks = 0;       // blocks of 32 per row
-};
-
-ExactRef exact_reference(const BuiltWeight& w, DType type, int64_t rows, int64_t cols, const ActBlocks& a) {
-  ExactRef ref;
-  ref.blocks = (cols + kActBlock - 1) / kActBlock;
-  ref.y.assign(static_cast<size_t>(a.n * rows), 0.0);
-  ref.mag.assign(ref.y.size(), 0.0);
-  const int bias = max_code_bias(type);
-  for (int t = 0; t < a.n; ++t) {
-    const int8_t* q = a.row(t);
-    for (int64_t k = cols; k < a.kpad; ++k) EXPECT_EQ(q[k], 0) << "padding activation t=" << t << " k=" << k;
-    for (int64_t r = 0; r < rows; ++r) {
-      double y = 0, mag = 0;
-      for (int64_t b = 0; b < ref.blocks; ++b) {
-        int32_t dot = 0, sum = 0, absdot = 0;
-        for (int64_t k = b * kActBlock; k < std::min(cols, (b + 1) * kActBlock); ++k) {
-          const int c = w.codes[static_cast<size_t>(r * cols + k)];
-          dot += c * q[k];
-          sum += q[k];
-          absdot += (std::abs(c) + bias) * std::abs(q[k]);
-        }
-        const double sw = w.block_scale[static_cast<size_t>(r * ref.blocks + b)];
-        const double ow = w.block_offset[static_cast<size_t>(r * ref.blocks + b)];
-        const double dx = a.scales(t)[b];
-        y += sw * dx * dot + ow * dx * sum;
-        mag += std::fabs(sw * dx) * absdot + (std::fabs(ow) + bias * std::fabs(sw)) * std::fabs(dx * sum);
-      }
-      ref.y[static_cast<size_t>(t * rows + r)] = y;
-      ref.mag[static_cast<size_t>(t * rows + r)] = mag;
-    }
-  }
-  return ref;
-}
-
-// The kernel's float rounding: each product, fma and sum rounds once, by at
-// most FLT_EPSILON / 2 relative to a partial sum that never exceeds the
-// magnitude `mag` of all its terms; a row's result passes through at most
-// one accumulation step per block plus a fixed number (<= 10: the scale
-// products, the activations' block sums d * S, the group or block
-// correction, the horizontal sum of lanes, the final subtraction) of other
-// roundings. So |y - ref| <= (blocks + 10) * FLT_EPSILON * mag, twice the
-// first-order worst case. For comparison, the 0.1% zero-point error that
-// this must catch is ~1e-3 * |offset * sum(x)|, some 10^3 times larger.
-double rounding_tolerance(const ExactRef& ref, size_t i) {
-  return (static_cast<double>(ref.blocks) + 10.0) * FLT_EPSILON * ref.mag[i];
-}
 
 std::vector<float> make_x(int n, int64_t cols, uint64_t seed) { return test::varied_activations(n, cols, seed); }
 
@@ -110,6 +39,7 @@ void check_exact(Isa isa, DType type, const BuiltWeight& w, int64_t rows, int64_
   ActBlocks a;
   quantize_acts(x.data(), n, cols, padded_cols(type, cols, group), a);
   const ExactRef ref = exact_reference(w, type, rows, cols, a);
+  ASSERT_TRUE(ref.padding_zero) << "quantize_acts left non-zero padding";
   std::vector<float> y(static_cast<size_t>(n * rows), NAN);
   matmul_with(table, w.view, x.data(), n, y.data(), nullptr);
   for (int t = 0; t < n; ++t)

@@ -1,26 +1,17 @@
 // The int8 matmul kernels for llama.cpp's K-quants (Q4_K, Q5_K, Q6_K;
-// src/kernels/gguf_kernels.h) on every level this CPU runs, against an
-// integer-exact reference built from the block fields (packed by the
-// test-side encoder tests/common/gguf_kquant_pack.h, not the library's).
-// With the kernel's own quantized activations (quantize_acts with the
-// entry's act_scale_block: one scale dx per 256 columns for these types),
-// per token t, row r and sub-block s (32 elements for Q4_K/Q5_K, 16 for
-// Q6_K) inside activation block b:
-//
-//   y[t, r] = sum_s  (d * sc[s]) * dx[t,b] * I[s]  -  (dmin * m[s]) * dx[t,b] * S[s]
-//   I = sum code * qx (Q6_K: code - 32)   S = sum qx   (exact integers)
-//
-// in double, so what is left is the kernel's float rounding, bounded as in
-// test_matmul_exact.cpp. A wrong sub-block scale, min, fifth bit or bit
-// pair moves the result by far more than that.
+// src/kernels/gguf_kernels.h) on every level this CPU runs, against the
+// integer-exact reference of kquant_reference.h (weights packed from their
+// block fields by the test-side encoder, with the kernel's own quantized
+// activations): what is left is the kernel's float rounding. A wrong
+// sub-block scale, min, fifth bit or bit pair moves the result by far more.
 #include <gtest/gtest.h>
 
 #include <cfloat>
 #include <cmath>
 
-#include "common/gguf_kquant_pack.h"
 #include "kernels/act_quant.h"
 #include "kernels/dequant.h"
+#include "kernels/kquant_reference.h"
 #include "kernels/table.h"
 #include "kernels/weight_builders.h"
 #include "util/thread_pool.h"
@@ -33,101 +24,39 @@ using test::Rng;
 
 constexpr DType kKTypes[] = {DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
-int max_code(DType t) { return t == DType::Q4_K ? 15 : t == DType::Q5_K ? 31 : 63; }
+using test_kquant::ExactRef;
+using test_kquant::exact_reference;
+using test_kquant::KWeight;
+using test_kquant::max_code;
+using test_kquant::rounding_tolerance;
 
 // Element patterns of a row, by r % 5: random, then (extreme) every code at
 // its maximum, at its minimum, alternating by element, alternating by
 // sub-block of 16; scales and mins at the ends of their ranges too.
-struct KWeight {
-  std::vector<uint8_t> bytes;
-  std::vector<KBlock> blocks;  // rows * cols / 256, row-major
-  TensorView view;
-};
-
 KWeight make_weight(DType t, int64_t rows, int64_t cols, uint64_t seed) {
   Rng rng(seed);
-  KWeight w;
-  const int64_t nsb = cols / 256;
   const int subs = 256 / test::sub_block_size(t), hi = max_code(t);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t sb = 0; sb < nsb; ++sb) {
-      KBlock b;
-      const int pattern = static_cast<int>(r % 5);
-      b.d = test::random_half(rng, 0.0005f, 0.02f);
-      b.dmin = test::random_half(rng, 0.0005f, 0.02f);
-      for (int s = 0; s < subs; ++s) {
-        if (t == DType::Q6_K) {
-          b.scales.push_back(pattern == 0 ? static_cast<int>(rng.next() % 256) - 128 : (s % 2 ? -128 : 127));
-        } else {
-          b.scales.push_back(pattern == 0 ? static_cast<int>(rng.next() % 64) : 63);
-          b.mins.push_back(pattern == 0 ? static_cast<int>(rng.next() % 64) : (s % 2 ? 0 : 63));
-        }
+  return test_kquant::build_kweight(t, rows, cols, [&](int64_t r, int64_t, KBlock& b) {
+    const int pattern = static_cast<int>(r % 5);
+    b.d = test::random_half(rng, 0.0005f, 0.02f);
+    b.dmin = test::random_half(rng, 0.0005f, 0.02f);
+    for (int s = 0; s < subs; ++s) {
+      if (t == DType::Q6_K) {
+        b.scales.push_back(pattern == 0 ? static_cast<int>(rng.next() % 256) - 128 : (s % 2 ? -128 : 127));
+      } else {
+        b.scales.push_back(pattern == 0 ? static_cast<int>(rng.next() % 64) : 63);
+        b.mins.push_back(pattern == 0 ? static_cast<int>(rng.next() % 64) : (s % 2 ? 0 : 63));
       }
-      for (int i = 0; i < 256; ++i) {
-        int q = static_cast<int>(rng.next() % static_cast<uint64_t>(hi + 1));
-        if (pattern == 1) q = hi;
-        if (pattern == 2) q = 0;
-        if (pattern == 3) q = i % 2 ? hi : 0;
-        if (pattern == 4) q = (i / 16) % 2 ? 0 : hi;
-        b.codes.push_back(q);
-      }
-      const auto packed = test::pack_block(t, b);
-      w.bytes.insert(w.bytes.end(), packed.begin(), packed.end());
-      w.blocks.push_back(std::move(b));
     }
-  w.view.name = "test";
-  w.view.type = t;
-  w.view.shape = {rows, cols};
-  w.view.data = w.bytes.data();
-  w.view.nbytes = w.bytes.size();
-  return w;
-}
-
-struct ExactRef {
-  std::vector<double> y, mag;  // n * rows; mag: sum of |terms| the kernel rounds
-};
-
-ExactRef exact_reference(DType t, const KWeight& w, int64_t rows, int64_t cols, const ActBlocks& a) {
-  const int sub = test::sub_block_size(t);
-  const int64_t nsb = cols / 256;
-  ExactRef ref;
-  ref.y.assign(static_cast<size_t>(a.n * rows), 0.0);
-  ref.mag.assign(ref.y.size(), 0.0);
-  for (int tok = 0; tok < a.n; ++tok) {
-    const int8_t* q = a.row(tok);
-    for (int64_t r = 0; r < rows; ++r) {
-      double y = 0, mag = 0;
-      for (int64_t sb = 0; sb < nsb; ++sb) {
-        const KBlock& b = w.blocks[static_cast<size_t>(r * nsb + sb)];
-        const double d = test::rounded_half(b.d), dmin = test::rounded_half(b.dmin);
-        for (int s = 0; s < 256 / sub; ++s) {
-          int64_t dot = 0, sum = 0, absdot = 0;
-          for (int i = s * sub; i < (s + 1) * sub; ++i) {
-            const int code = b.codes[static_cast<size_t>(i)] - (t == DType::Q6_K ? 32 : 0);
-            const int x = q[sb * 256 + i];
-            dot += code * x;
-            sum += x;
-            absdot += std::abs(code) * std::abs(x);
-          }
-          const double dx = a.scales(tok)[(sb * 256 + s * sub) / kActBlock];
-          const double scale = d * b.scales[static_cast<size_t>(s)];
-          const double offset = t == DType::Q6_K ? 0.0 : dmin * b.mins[static_cast<size_t>(s)];
-          y += scale * dx * static_cast<double>(dot) - offset * dx * static_cast<double>(sum);
-          mag += std::fabs(scale * dx) * static_cast<double>(absdot) + offset * std::fabs(dx * static_cast<double>(sum));
-        }
-      }
-      ref.y[static_cast<size_t>(tok * rows + r)] = y;
-      ref.mag[static_cast<size_t>(tok * rows + r)] = mag;
+    for (int i = 0; i < 256; ++i) {
+      int q = static_cast<int>(rng.next() % static_cast<uint64_t>(hi + 1));
+      if (pattern == 1) q = hi;
+      if (pattern == 2) q = 0;
+      if (pattern == 3) q = i % 2 ? hi : 0;
+      if (pattern == 4) q = (i / 16) % 2 ? 0 : hi;
+      b.codes.push_back(q);
     }
-  }
-  return ref;
-}
-
-// As test_matmul_exact.cpp: at most one accumulation step per activation
-// block plus a fixed number of other roundings, each FLT_EPSILON / 2 of a
-// partial sum below `mag`, doubled.
-double rounding_tolerance(const ExactRef& ref, int64_t cols, size_t i) {
-  return (static_cast<double>(cols / kActBlock) + 10.0) * FLT_EPSILON * ref.mag[i];
+  });
 }
 
 // The activation kinds of weight_builders.h, constant magnitude included.

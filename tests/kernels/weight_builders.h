@@ -2,13 +2,15 @@
 // scales, written straight from the format descriptions (GGUF blocks,
 // core/pq_format.h), together with the exact float values they stand for.
 // The library's readers are checked against these, never against themselves.
+// Free of GoogleTest (a bad request throws std::invalid_argument, which a
+// test reports as a failure) so the kernel fuzz target can use them too.
 #pragma once
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "common/test_util.h"
@@ -61,10 +63,9 @@ inline BuiltWeight build_weight(DType type, int64_t rows, int64_t cols, int grou
   // The random code, or the chosen one (checked against [lo, hi]); recorded.
   auto pick = [&](int64_t r, int64_t k, int random_code, int lo, int hi) {
     int q = code_fn ? code_fn(r, k) : random_code;
-    if (q < lo || q > hi) {
-      ADD_FAILURE() << "build_weight: code " << q << " out of [" << lo << ", " << hi << "] for " << dtype_name(type);
-      q = lo;
-    }
+    if (q < lo || q > hi)
+      throw std::invalid_argument("build_weight: code " + std::to_string(q) + " out of [" + std::to_string(lo) + ", " +
+                                  std::to_string(hi) + "] for " + std::string(dtype_name(type)));
     w.codes[static_cast<size_t>(r * cols + k)] = q;
     return q;
   };
@@ -172,8 +173,7 @@ inline BuiltWeight build_weight(DType type, int64_t rows, int64_t cols, int grou
       break;
     }
     default:  // GGUF types the kernels only dequantize (tests/formats builds those)
-      ADD_FAILURE() << "build_weight: no encoder for " << dtype_name(type);
-      return w;
+      throw std::invalid_argument("build_weight: no encoder for " + std::string(dtype_name(type)));
   }
   w.view.name = "test";
   w.view.type = type;
