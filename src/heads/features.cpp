@@ -54,14 +54,7 @@ void FeatureRunner::append_and_pool(std::span<const int32_t> tokens, const Featu
                                     size_t pool_from) {
   const int d = dim(), n = static_cast<int>(tokens.size());
   if (n == 0 || pool_from >= tokens.size()) fail("an input has no tokens to pool");
-  rows_.resize(static_cast<size_t>(n) * d);
-  HiddenTaps taps;
-  if (spec.layer < 0) {
-    taps.final_normed = rows_.data();
-  } else {
-    taps.layer = spec.layer;
-    taps.layer_out = rows_.data();
-  }
+  const HiddenTaps taps = taps_into_rows(spec, n);
   model_->forward_hidden(tokens, ctx_, *pool_, taps);
   pool_rows(rows_.data() + pool_from * d, n - static_cast<int>(pool_from), d, spec.pooling, out);
 }
@@ -75,11 +68,76 @@ void FeatureRunner::features(std::span<const int32_t> tokens, const FeatureSpec&
   append_and_pool(tokens, spec, out, pool_from);
 }
 
+HiddenTaps FeatureRunner::taps_into_rows(const FeatureSpec& spec, int n) {
+  rows_.resize(static_cast<size_t>(n) * dim());
+  HiddenTaps taps;
+  if (spec.layer < 0) {
+    taps.final_normed = rows_.data();
+  } else {
+    taps.layer = spec.layer;
+    taps.layer_out = rows_.data();
+  }
+  return taps;
+}
+
+void FeatureRunner::packed_after(int q, const std::vector<std::vector<int32_t>>& candidates, size_t begin, size_t end,
+                                 const FeatureSpec& spec, float* out) {
+  const ModelConfig& c = model_->config();
+  std::vector<int32_t> tokens;
+  std::vector<int> pos, slot, first;
+  int region = 0;  // the first candidate uses the prefix where it is
+  for (size_t k = begin; k < end; ++k) {
+    if (k > begin) {  // a copy of the prefix's K/V rows in front of this candidate
+      for (int l = 0; l < c.n_layers; ++l)
+        for (int h = 0; h < c.n_kv_heads; ++h) {
+          const size_t bytes = static_cast<size_t>(q) * c.head_dim * sizeof(uint16_t);
+          std::memcpy(ctx_.cache.k(l, h, region), ctx_.cache.k(l, h, 0), bytes);
+          std::memcpy(ctx_.cache.v(l, h, region), ctx_.cache.v(l, h, 0), bytes);
+        }
+    }
+    const int n = static_cast<int>(candidates[k].size());
+    for (int t = 0; t < n; ++t) {
+      tokens.push_back(candidates[k][static_cast<size_t>(t)]);
+      pos.push_back(q + t);
+      slot.push_back(region + q + t);
+      first.push_back(region);
+    }
+    region += q + n;
+  }
+  const HiddenTaps taps = taps_into_rows(spec, static_cast<int>(tokens.size()));
+  model_->forward_hidden_packed(tokens, PackedRows{pos.data(), slot.data(), first.data()}, ctx_, *pool_, taps);
+  const int d = dim();
+  size_t row = 0;
+  for (size_t k = begin; k < end; ++k) {
+    const int n = static_cast<int>(candidates[k].size());
+    pool_rows(rows_.data() + row * d, n, d, spec.pooling, out + k * static_cast<size_t>(d));
+    row += static_cast<size_t>(n);
+  }
+}
+
 void FeatureRunner::features_after(std::span<const int32_t> prefix, const std::vector<std::vector<int32_t>>& candidates,
                                    const FeatureSpec& spec, float* out) {
   ctx_.cache.clear();
   const int q = static_cast<int>(prefix.size());
   if (q > 0) model_->forward(prefix, ctx_, *pool_, nullptr);
+  if (model_->packable()) {
+    // Candidates in groups that fit the context, each group one batch: every
+    // candidate sees a copy of the prefix and its own tokens only.
+    const int cap = ctx_.cache.capacity();
+    size_t begin = 0;
+    int used = 0;
+    for (size_t k = 0; k < candidates.size(); ++k) {
+      const int n = static_cast<int>(candidates[k].size());
+      if (n == 0) fail("an input has no tokens to pool");
+      if (q + n > cap)
+        fail("the input needs ", q + n, " tokens of context but the context holds ", cap,
+             " (raise the context size or shorten the prompt)");
+      if (used + q + n > cap) packed_after(q, candidates, begin, k, spec, out), begin = k, used = 0;
+      used += q + n;
+    }
+    if (begin < candidates.size()) packed_after(q, candidates, begin, candidates.size(), spec, out);
+    return;
+  }
   for (size_t c = 0; c < candidates.size(); ++c) {
     if (ctx_.cache.size() != q) {
       if (q >= ctx_.cache.rollback_limit()) {

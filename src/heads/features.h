@@ -53,9 +53,11 @@ class FeatureRunner {
   // Pooled features of `tokens` as one fresh sequence, one prefill; only the
   // rows from `pool_from` on are pooled (a pair's candidate after its query).
   void features(std::span<const int32_t> tokens, const FeatureSpec& spec, float* out, size_t pool_from = 0);
-  // Runs `prefix` once, then for each candidate the candidate's tokens after
-  // it (the prefix's KV cache shared, rolled back between candidates), pooled
-  // over the candidate's rows only. out: candidates.size() x dim.
+  // Runs `prefix` once, then each candidate's tokens after it, pooled over
+  // the candidate's rows only. out: candidates.size() x dim. Models without
+  // sliding-window layers run the candidates packed into as few batches as
+  // the context allows (a copy of the prefix's K/V rows in front of each);
+  // others one candidate at a time, the prefix's cache rolled back between.
   void features_after(std::span<const int32_t> prefix, const std::vector<std::vector<int32_t>>& candidates,
                       const FeatureSpec& spec, float* out);
   // Runs `tokens` after what the cache holds, pooled over them (from row `pool_from`).
@@ -65,6 +67,12 @@ class FeatureRunner {
   std::shared_ptr<const Model> model_;
   std::unique_ptr<ThreadPool> pool_;
   Context ctx_;
+  // rows_ sized for n rows, and the taps that write the spec's hidden states there.
+  HiddenTaps taps_into_rows(const FeatureSpec& spec, int n);
+  // Candidates [begin, end) after the q-token prefix in the cache, as one
+  // packed batch (Model::forward_hidden_packed).
+  void packed_after(int q, const std::vector<std::vector<int32_t>>& candidates, size_t begin, size_t end,
+                    const FeatureSpec& spec, float* out);
   std::vector<float> rows_;
 };
 

@@ -159,8 +159,39 @@ void Model::forward_hidden(std::span<const int32_t> tokens, Context& ctx, Thread
   }
 }
 
+bool Model::packable() const {
+  for (int l = 0; l < cfg_.n_layers; ++l)
+    if (cfg_.is_local(l)) return false;
+  return true;
+}
+
+void Model::forward_hidden_packed(std::span<const int32_t> tokens, const PackedRows& rows, Context& ctx,
+                                  ThreadPool& pool, const HiddenTaps& taps) const {
+  if (!packable()) fail("packed rows: the model has sliding-window layers");
+  if (taps.layer_out != nullptr && (taps.layer < 0 || taps.layer >= cfg_.n_layers))
+    fail("hidden-state tap: layer ", taps.layer, " is outside the model's 0..", cfg_.n_layers - 1);
+  if (tokens.empty()) fail("forward: no tokens to process");
+  const int n_total = static_cast<int>(tokens.size());
+  for (int i = 0; i < n_total; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= cfg_.vocab_size)
+      fail("token id ", tokens[i], " is outside the vocabulary (", cfg_.vocab_size, ")");
+    if (rows.slot[i] < 0 || rows.slot[i] >= ctx.cache.capacity() || rows.first[i] < 0 || rows.first[i] > rows.slot[i] ||
+        rows.pos[i] < 0)
+      fail("packed rows: row ", i, " (slot ", rows.slot[i], ", first ", rows.first[i], ") does not fit the context of ",
+           ctx.cache.capacity());
+  }
+  for (int done = 0; done < n_total; done += kMaxBatch) {
+    const size_t at = static_cast<size_t>(done) * cfg_.dim;
+    HiddenTaps part = taps;
+    if (part.final_normed) part.final_normed += at;
+    if (part.layer_out) part.layer_out += at;
+    const PackedRows r{rows.pos + done, rows.slot + done, rows.first + done};
+    forward_batch(tokens.subspan(done, std::min(kMaxBatch, n_total - done)), ctx, pool, nullptr, false, &part, &r);
+  }
+}
+
 void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, float* logits,
-                          bool all_logits, const HiddenTaps* taps) const {
+                          bool all_logits, const HiddenTaps* taps, const PackedRows* packed) const {
   const ModelConfig& c = cfg_;
   const int n = static_cast<int>(tokens.size());
   const int pos0 = ctx.cache.size();
@@ -186,7 +217,7 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
     if (c.embed_scale != 1.0f)
       for (int j = 0; j < dim; ++j) xi[j] *= c.embed_scale;
   }
-  ctx.cache.reserve_append(n);
+  if (!packed) ctx.cache.reserve_append(n);
 
   // Element-wise work per token: inline for one token (decode: no pool
   // synchronisation), spread over the pool for a prompt batch, where doing it
@@ -231,14 +262,15 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
         for (int h = 0; h < c.n_kv_heads; ++h)
           kernels::rmsnorm(ki + h * hd, ki + h * hd, L.k_norm.data(), hd, c.norm_eps);
       }
-      kernels::rope(qi, c.n_heads, hd, pos0 + i, c.rope_style, L.inv_freq);
-      kernels::rope(ki, c.n_kv_heads, hd, pos0 + i, c.rope_style, L.inv_freq);
+      const int pos = packed ? packed->pos[i] : pos0 + i, slot = packed ? packed->slot[i] : pos0 + i;
+      kernels::rope(qi, c.n_heads, hd, pos, c.rope_style, L.inv_freq);
+      kernels::rope(ki, c.n_kv_heads, hd, pos, c.rope_style, L.inv_freq);
       for (int h = 0; h < c.n_kv_heads; ++h) {
-        kernels::f32_to_f16_row(ki + h * hd, ctx.cache.k(l, h, pos0 + i), hd);
-        kernels::f32_to_f16_row(vi + h * hd, ctx.cache.v(l, h, pos0 + i), hd);
+        kernels::f32_to_f16_row(ki + h * hd, ctx.cache.k(l, h, slot), hd);
+        kernels::f32_to_f16_row(vi + h * hd, ctx.cache.v(l, h, slot), hd);
       }
     });
-    attention(l, n, pos0, ctx, pool);
+    attention(l, n, pos0, ctx, pool, packed);
     kernels::matmul(*L.wo, attn, n, xn, &pool);
 
     // --- feed-forward block ---
@@ -271,7 +303,7 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
     add_block_output(x + static_cast<size_t>(i) * dim, xn + static_cast<size_t>(i) * dim,
                      layers_[c.n_layers - 1].post_ffn_norm);
   });
-  ctx.cache.set_size(pos0 + n);
+  if (!packed) ctx.cache.set_size(pos0 + n);
   if (taps) {
     const size_t bytes = static_cast<size_t>(n) * dim * sizeof(float);
     if (taps->layer_out && taps->layer == c.n_layers - 1) std::memcpy(taps->layer_out, x, bytes);
@@ -294,7 +326,7 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
       logits[j] = c.final_softcap * std::tanh(logits[j] / c.final_softcap);
 }
 
-void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool) const {
+void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool, const PackedRows* packed) const {
   const ModelConfig& c = cfg_;
   const int hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
   const float scale = c.query_scale();
@@ -309,7 +341,9 @@ void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool
   const int head_chunks = (group + heads_per_task - 1) / heads_per_task;
   const int tokens_per_task = std::max(1, kernels::kMaxAttentionQueries / heads_per_task);
   const int token_blocks = (n + tokens_per_task - 1) / tokens_per_task;
-  const size_t per_thread = static_cast<size_t>(kernels::kMaxAttentionQueries) * (pos0 + n);
+  int span = pos0 + n;  // slots the rows see at most
+  if (packed) span = 1 + *std::max_element(packed->slot, packed->slot + n);
+  const size_t per_thread = static_cast<size_t>(kernels::kMaxAttentionQueries) * span;
   if (ctx.scores.size() < per_thread * pool.size()) ctx.scores.resize(per_thread * pool.size());
   const int64_t n_tasks = static_cast<int64_t>(token_blocks) * c.n_kv_heads * head_chunks;
   pool.parallel_for(n_tasks, [&](int64_t begin, int64_t end, int thread) {
@@ -325,8 +359,13 @@ void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool
           const size_t at = static_cast<size_t>(i) * c.q_dim() + static_cast<size_t>(h) * hd;
           qs.q[qs.n] = ctx.q.data() + at;
           qs.out[qs.n] = ctx.attn.data() + at;
-          qs.n_ctx[qs.n] = pos0 + i + 1 - stored;
-          qs.first[qs.n] = local ? std::max(0, pos0 + i + 1 - c.sliding_window - stored) : 0;
+          if (packed) {  // a global layer (packable()): stored == 0
+            qs.n_ctx[qs.n] = packed->slot[i] + 1;
+            qs.first[qs.n] = packed->first[i];
+          } else {
+            qs.n_ctx[qs.n] = pos0 + i + 1 - stored;
+            qs.first[qs.n] = local ? std::max(0, pos0 + i + 1 - c.sliding_window - stored) : 0;
+          }
           ++qs.n;
         }
       kernels::attention_heads(qs, ctx.cache.k(layer, kvh, stored), ctx.cache.v(layer, kvh, stored), hd, scale, scratch);

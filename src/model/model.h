@@ -24,6 +24,16 @@ struct HiddenTaps {
   float* layer_out = nullptr;     // ...written here
 };
 
+// Independent continuations of the cached sequence packed into one batch
+// (decision-head ranking): row i is rotated as position pos[i], written to
+// cache slot slot[i] and attends to slots [first[i], slot[i]]. Slots may lie
+// past the cache's size, which is left unchanged.
+struct PackedRows {
+  const int* pos = nullptr;
+  const int* slot = nullptr;
+  const int* first = nullptr;
+};
+
 // Per-sequence state: the KV cache plus scratch buffers sized for one batch.
 struct Context {
   Context(const ModelConfig& cfg, int n_ctx);
@@ -54,6 +64,11 @@ class Model {
   // The same pass, writing the hidden states `taps` asks for (one row per
   // token) and no logits; appends the tokens to the cache like forward().
   void forward_hidden(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, const HiddenTaps& taps) const;
+  // forward_hidden() with each row placed by `rows` (tokens.size() entries
+  // each). Only for models without sliding-window layers (packable()).
+  void forward_hidden_packed(std::span<const int32_t> tokens, const PackedRows& rows, Context& ctx, ThreadPool& pool,
+                             const HiddenTaps& taps) const;
+  bool packable() const;
 
  private:
   struct Layer {
@@ -63,8 +78,8 @@ class Model {
     const float* inv_freq;                             // RoPE table of this layer (local or global)
   };
   void forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, float* logits,
-                     bool all_logits, const HiddenTaps* taps = nullptr) const;
-  void attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool) const;
+                     bool all_logits, const HiddenTaps* taps = nullptr, const PackedRows* packed = nullptr) const;
+  void attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool, const PackedRows* packed) const;
 
   std::shared_ptr<const ModelFile> file_;
   ModelConfig cfg_;

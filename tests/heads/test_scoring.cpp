@@ -4,12 +4,17 @@
 // count, and the content hash tells models apart.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
 #include "common/test_util.h"
 #include "formats/content_hash.h"
 #include "heads/scorer.h"
 #include "heads/train_head.h"
 #include "kernels/kernels.h"
 #include "runtime/loader.h"
+#include "util/error.h"
 #include "util/thread_pool.h"
 
 namespace pocket::heads {
@@ -103,6 +108,47 @@ TEST(HeadsModel, RankingHeadSharedPathEqualsPlainPath) {
       EXPECT_NEAR(a[i].score, b[i].score, 1e-4);  // probabilities
     }
   }
+}
+
+// Candidates packed into batches (each after its own copy of the query's K/V
+// rows) equal a full prefill of query + candidate each; a 48-token context
+// splits the eight candidates over several batches. Tolerance: 1e-3 relative
+// (absolute below 1) on the pooled features; the rounding of the fp16 cache
+// and of the attention's summation order gives ~1e-4.
+TEST(HeadsModel, PackedCandidatesEqualAFullPrefillEach) {
+  const LoadedModel& m = stories();
+  ASSERT_TRUE(m.model->packable());
+  const int d = m.model->config().dim;
+  const std::vector<int32_t> query = m.tokenizer->encode("Tom wanted a cookie but", {false, true});
+  std::vector<std::vector<int32_t>> cands;
+  for (const char* t : {" he went home.", " the sun was hot and bright today.", " Mom said no.", " a dog", " they all sang",
+                        " it rained.", " Lily laughed and ran to the big tree.", " no"})
+    cands.push_back(m.tokenizer->encode(t, {false, false}));
+  FeatureRunner runner(m.model, 2, 48);
+  for (int layer : {-1, 2, 4})
+    for (Pooling p : {Pooling::Mean, Pooling::Last}) {
+      FeatureSpec spec;
+      spec.pooling = p;
+      spec.layer = layer;
+      std::vector<float> packed(cands.size() * static_cast<size_t>(d)), plain(static_cast<size_t>(d));
+      runner.features_after(query, cands, spec, packed.data());
+      double worst = 0;
+      for (size_t k = 0; k < cands.size(); ++k) {
+        std::vector<int32_t> all = query;
+        all.insert(all.end(), cands[k].begin(), cands[k].end());
+        runner.features(all, spec, plain.data(), query.size());
+        for (int j = 0; j < d; ++j) {
+          const double a = packed[k * static_cast<size_t>(d) + j], b = plain[static_cast<size_t>(j)];
+          worst = std::max(worst, std::fabs(a - b) / std::max(1.0, std::fabs(b)));
+        }
+      }
+      EXPECT_LT(worst, 1e-3) << "layer " << layer;
+      std::printf("packed vs plain, layer %d, pooling %d: worst relative difference %.2e\n", layer, static_cast<int>(p),
+                  worst);
+    }
+  std::vector<std::vector<int32_t>> too_long = {std::vector<int32_t>(48, 5)};
+  std::vector<float> out(static_cast<size_t>(d));
+  EXPECT_THROW(runner.features_after(query, too_long, FeatureSpec{}, out.data()), Error);
 }
 
 TEST(HeadsModel, RouteAnswersOtherBelowTheThreshold) {
