@@ -80,39 +80,46 @@ HiddenTaps FeatureRunner::taps_into_rows(const FeatureSpec& spec, int n) {
   return taps;
 }
 
-void FeatureRunner::packed_after(int q, const std::vector<std::vector<int32_t>>& candidates, size_t begin, size_t end,
-                                 const FeatureSpec& spec, float* out) {
-  const ModelConfig& c = model_->config();
-  std::vector<int32_t> tokens;
-  std::vector<int> pos, slot, first;
+PackedCandidates pack_after_prefix(const ModelConfig& c, KVCache& cache, int q,
+                                   const std::vector<std::vector<int32_t>>& candidates, size_t begin, size_t end,
+                                   bool drop_last) {
+  PackedCandidates p;
   int region = 0;  // the first candidate uses the prefix where it is
   for (size_t k = begin; k < end; ++k) {
-    if (k > begin) {  // a copy of the prefix's K/V rows in front of this candidate
+    const int n = static_cast<int>(candidates[k].size()) - (drop_last ? 1 : 0);
+    if (k > begin && n > 0 && q > 0) {  // a copy of the prefix's K/V rows in front of this candidate
+      const size_t bytes = static_cast<size_t>(q) * c.head_dim * sizeof(uint16_t);
       for (int l = 0; l < c.n_layers; ++l)
         for (int h = 0; h < c.n_kv_heads; ++h) {
-          const size_t bytes = static_cast<size_t>(q) * c.head_dim * sizeof(uint16_t);
-          std::memcpy(ctx_.cache.k(l, h, region), ctx_.cache.k(l, h, 0), bytes);
-          std::memcpy(ctx_.cache.v(l, h, region), ctx_.cache.v(l, h, 0), bytes);
+          std::memcpy(cache.k(l, h, region), cache.k(l, h, 0), bytes);
+          std::memcpy(cache.v(l, h, region), cache.v(l, h, 0), bytes);
         }
     }
-    const int n = static_cast<int>(candidates[k].size());
     for (int t = 0; t < n; ++t) {
-      tokens.push_back(candidates[k][static_cast<size_t>(t)]);
-      pos.push_back(q + t);
-      slot.push_back(region + q + t);
-      first.push_back(region);
+      p.tokens.push_back(candidates[k][static_cast<size_t>(t)]);
+      p.pos.push_back(q + t);
+      p.slot.push_back(region + q + t);
+      p.first.push_back(region);
     }
-    region += q + n;
+    p.rows.push_back(std::max(n, 0));
+    region += q + std::max(n, 0);
   }
-  const HiddenTaps taps = taps_into_rows(spec, static_cast<int>(tokens.size()));
-  model_->forward_hidden_packed(tokens, PackedRows{pos.data(), slot.data(), first.data()}, ctx_, *pool_, taps);
-  const int d = dim();
-  size_t row = 0;
-  for (size_t k = begin; k < end; ++k) {
-    const int n = static_cast<int>(candidates[k].size());
-    pool_rows(rows_.data() + row * d, n, d, spec.pooling, out + k * static_cast<size_t>(d));
-    row += static_cast<size_t>(n);
+  return p;
+}
+
+void for_each_packed_group(int q, const std::vector<std::vector<int32_t>>& candidates, int capacity, int max_rows,
+                           bool drop_last, const std::function<void(size_t, size_t)>& fn) {
+  size_t begin = 0;
+  int used = 0, rows = 0;
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    const int n = static_cast<int>(candidates[k].size()) - (drop_last ? 1 : 0);
+    if (q + n > capacity)
+      fail("the input needs ", q + n, " tokens of context but the context holds ", capacity,
+           " (raise the context size or shorten the prompt)");
+    if (k > begin && (used + q + n > capacity || rows + n > max_rows)) fn(begin, k), begin = k, used = 0, rows = 0;
+    used += q + n, rows += n;
   }
+  if (begin < candidates.size()) fn(begin, candidates.size());
 }
 
 void FeatureRunner::features_after(std::span<const int32_t> prefix, const std::vector<std::vector<int32_t>>& candidates,
@@ -123,19 +130,20 @@ void FeatureRunner::features_after(std::span<const int32_t> prefix, const std::v
   if (model_->packable()) {
     // Candidates in groups that fit the context, each group one batch: every
     // candidate sees a copy of the prefix and its own tokens only.
-    const int cap = ctx_.cache.capacity();
-    size_t begin = 0;
-    int used = 0;
-    for (size_t k = 0; k < candidates.size(); ++k) {
-      const int n = static_cast<int>(candidates[k].size());
-      if (n == 0) fail("an input has no tokens to pool");
-      if (q + n > cap)
-        fail("the input needs ", q + n, " tokens of context but the context holds ", cap,
-             " (raise the context size or shorten the prompt)");
-      if (used + q + n > cap) packed_after(q, candidates, begin, k, spec, out), begin = k, used = 0;
-      used += q + n;
-    }
-    if (begin < candidates.size()) packed_after(q, candidates, begin, candidates.size(), spec, out);
+    for (const auto& cand : candidates)
+      if (cand.empty()) fail("an input has no tokens to pool");
+    const int d = dim();
+    for_each_packed_group(q, candidates, ctx_.cache.capacity(), 1 << 30, false, [&](size_t begin, size_t end) {
+      const PackedCandidates p = pack_after_prefix(model_->config(), ctx_.cache, q, candidates, begin, end, false);
+      const HiddenTaps taps = taps_into_rows(spec, static_cast<int>(p.tokens.size()));
+      model_->forward_packed(p.tokens, p.view(), ctx_, *pool_, &taps);
+      size_t row = 0;
+      for (size_t k = begin; k < end; ++k) {
+        const int n = p.rows[k - begin];
+        pool_rows(rows_.data() + row * d, n, d, spec.pooling, out + k * static_cast<size_t>(d));
+        row += static_cast<size_t>(n);
+      }
+    });
     return;
   }
   for (size_t c = 0; c < candidates.size(); ++c) {

@@ -69,12 +69,27 @@ class FeatureRunner {
   Context ctx_;
   // rows_ sized for n rows, and the taps that write the spec's hidden states there.
   HiddenTaps taps_into_rows(const FeatureSpec& spec, int n);
-  // Candidates [begin, end) after the q-token prefix in the cache, as one
-  // packed batch (Model::forward_hidden_packed).
-  void packed_after(int q, const std::vector<std::vector<int32_t>>& candidates, size_t begin, size_t end,
-                    const FeatureSpec& spec, float* out);
   std::vector<float> rows_;
 };
+
+// Candidates [begin, end) after a q-token prefix held in cache slots [0, q),
+// placed for Model::forward_packed: each candidate's tokens (without its last
+// one when drop_last: log-likelihood scoring) follow its own copy of the
+// prefix's K/V rows, which this copies; the first uses the prefix in place.
+struct PackedCandidates {
+  std::vector<int32_t> tokens;
+  std::vector<int> pos, slot, first;
+  std::vector<int> rows;  // rows of each candidate, in order
+  PackedRows view() const { return {pos.data(), slot.data(), first.data()}; }
+};
+PackedCandidates pack_after_prefix(const ModelConfig& c, KVCache& cache, int q,
+                                   const std::vector<std::vector<int32_t>>& candidates, size_t begin, size_t end,
+                                   bool drop_last);
+// Splits the candidates into consecutive groups whose prefix copies and rows
+// fit `capacity` slots and `max_rows` rows; calls fn(begin, end) for each.
+// A candidate that does not fit with the prefix alone is an error.
+void for_each_packed_group(int q, const std::vector<std::vector<int32_t>>& candidates, int capacity, int max_rows,
+                           bool drop_last, const std::function<void(size_t, size_t)>& fn);
 
 struct ExtractOptions {
   int threads = 1;

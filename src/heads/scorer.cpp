@@ -34,6 +34,28 @@ std::vector<ContinuationScore> score_continuations(const Model& model, Context& 
     ctx.cache.clear();
     model.forward(prefix, ctx, pool, last.data());
   }
+  if (share_prefix && model.packable()) {  // packed: groups of at most 64 rows of logits
+    for (size_t c = 0; c < continuations.size(); ++c) {
+      if (continuations[c].empty()) fail("candidate ", c + 1, " has no tokens");
+      for (int32_t t : continuations[c])
+        if (t < 0 || t >= vocab) fail("token id ", t, " is outside the vocabulary (", vocab, ")");
+    }
+    for_each_packed_group(q, continuations, ctx.cache.capacity(), 64, true, [&](size_t begin, size_t end) {
+      const PackedCandidates p = pack_after_prefix(model.config(), ctx.cache, q, continuations, begin, end, true);
+      rows.resize(p.tokens.size() * static_cast<size_t>(vocab));
+      if (!p.tokens.empty()) model.forward_packed(p.tokens, p.view(), ctx, pool, nullptr, rows.data());
+      size_t row = 0;
+      for (size_t k = begin; k < end; ++k) {
+        const std::vector<int32_t>& cont = continuations[k];
+        ContinuationScore& s = out[k];
+        s.tokens = static_cast<int>(cont.size());
+        s.logprob = log_prob(last.data(), vocab, cont[0]);
+        for (size_t j = 1; j < cont.size(); ++j) s.logprob += log_prob(rows.data() + (row + j - 1) * vocab, vocab, cont[j]);
+        row += static_cast<size_t>(p.rows[k - begin]);
+      }
+    });
+    return out;
+  }
   for (size_t c = 0; c < continuations.size(); ++c) {
     const std::vector<int32_t>& cont = continuations[c];
     const int m = static_cast<int>(cont.size());

@@ -165,11 +165,11 @@ bool Model::packable() const {
   return true;
 }
 
-void Model::forward_hidden_packed(std::span<const int32_t> tokens, const PackedRows& rows, Context& ctx,
-                                  ThreadPool& pool, const HiddenTaps& taps) const {
+void Model::forward_packed(std::span<const int32_t> tokens, const PackedRows& rows, Context& ctx, ThreadPool& pool,
+                           const HiddenTaps* taps, float* logits) const {
   if (!packable()) fail("packed rows: the model has sliding-window layers");
-  if (taps.layer_out != nullptr && (taps.layer < 0 || taps.layer >= cfg_.n_layers))
-    fail("hidden-state tap: layer ", taps.layer, " is outside the model's 0..", cfg_.n_layers - 1);
+  if (taps && taps->layer_out != nullptr && (taps->layer < 0 || taps->layer >= cfg_.n_layers))
+    fail("hidden-state tap: layer ", taps->layer, " is outside the model's 0..", cfg_.n_layers - 1);
   if (tokens.empty()) fail("forward: no tokens to process");
   const int n_total = static_cast<int>(tokens.size());
   for (int i = 0; i < n_total; ++i) {
@@ -182,11 +182,16 @@ void Model::forward_hidden_packed(std::span<const int32_t> tokens, const PackedR
   }
   for (int done = 0; done < n_total; done += kMaxBatch) {
     const size_t at = static_cast<size_t>(done) * cfg_.dim;
-    HiddenTaps part = taps;
-    if (part.final_normed) part.final_normed += at;
-    if (part.layer_out) part.layer_out += at;
+    HiddenTaps part;
+    if (taps) {
+      part = *taps;
+      if (part.final_normed) part.final_normed += at;
+      if (part.layer_out) part.layer_out += at;
+    }
     const PackedRows r{rows.pos + done, rows.slot + done, rows.first + done};
-    forward_batch(tokens.subspan(done, std::min(kMaxBatch, n_total - done)), ctx, pool, nullptr, false, &part, &r);
+    float* out = logits ? logits + static_cast<size_t>(done) * cfg_.vocab_size : nullptr;
+    forward_batch(tokens.subspan(done, std::min(kMaxBatch, n_total - done)), ctx, pool, out, true, taps ? &part : nullptr,
+                  &r);
   }
 }
 

@@ -64,10 +64,12 @@ class Model {
   // The same pass, writing the hidden states `taps` asks for (one row per
   // token) and no logits; appends the tokens to the cache like forward().
   void forward_hidden(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, const HiddenTaps& taps) const;
-  // forward_hidden() with each row placed by `rows` (tokens.size() entries
-  // each). Only for models without sliding-window layers (packable()).
-  void forward_hidden_packed(std::span<const int32_t> tokens, const PackedRows& rows, Context& ctx, ThreadPool& pool,
-                             const HiddenTaps& taps) const;
+  // Each row placed by `rows` (tokens.size() entries each): writes the
+  // hidden states `taps` asks for (may be null) and, when `logits` is set,
+  // every row's logits (tokens.size() x vocab_size). Only for models without
+  // sliding-window layers (packable()).
+  void forward_packed(std::span<const int32_t> tokens, const PackedRows& rows, Context& ctx, ThreadPool& pool,
+                      const HiddenTaps* taps, float* logits = nullptr) const;
   bool packable() const;
 
  private:

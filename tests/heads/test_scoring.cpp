@@ -146,6 +146,17 @@ TEST(HeadsModel, PackedCandidatesEqualAFullPrefillEach) {
       std::printf("packed vs plain, layer %d, pooling %d: worst relative difference %.2e\n", layer, static_cast<int>(p),
                   worst);
     }
+  // The log-likelihood scorer packs the same way (all but each candidate's
+  // last token): equal to a full prefill per candidate within 1e-3 nats/token.
+  Context ctx(m.model->config(), 48);
+  ThreadPool pool(2);
+  cands.push_back(m.tokenizer->encode(" x", {false, false}));  // one token: scored from the prefix's logits alone
+  const auto packed_ll = score_continuations(*m.model, ctx, pool, query, cands, true);
+  const auto plain_ll = score_continuations(*m.model, ctx, pool, query, cands, false);
+  for (size_t k = 0; k < cands.size(); ++k) {
+    EXPECT_EQ(packed_ll[k].tokens, plain_ll[k].tokens);
+    EXPECT_NEAR(packed_ll[k].mean(), plain_ll[k].mean(), 1e-3) << "candidate " << k;
+  }
   std::vector<std::vector<int32_t>> too_long = {std::vector<int32_t>(48, 5)};
   std::vector<float> out(static_cast<size_t>(d));
   EXPECT_THROW(runner.features_after(query, too_long, FeatureSpec{}, out.data()), Error);
