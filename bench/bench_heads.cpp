@@ -1,9 +1,9 @@
 // Cost of decisions against a plain prefill (docs/benchmarks.md, "Decision
 // heads"): classify = one prefill of the input without the output head, then
 // pooling and the head; rank = the query's prefill once, then the
-// candidates after it (with a head: packed into one batch, each after a copy
-// of the query's K/V rows; log-likelihood: one batch per candidate), compared
-// with one plain prefill of query + all candidates and with K full prefills.
+// candidates after it (packed into one batch, each after a copy of the
+// query's K/V rows), compared with one plain prefill of query + all
+// candidates and with K full prefills.
 // Method: one warm-up, then `runs` rounds in which the variants alternate
 // (the machine is shared and noisy); medians. Inputs are fixed random token
 // ids (the cost does not depend on the text).
