@@ -7,6 +7,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 packages=(cmake ninja-build g++ pkg-config nlohmann-json3-dev libcli11-dev
           libgtest-dev googletest libbenchmark-dev ccache python3 python3-venv
           g++-aarch64-linux-gnu qemu-user
+          libcpp-httplib-dev          # pocket serve (src/server/http_server.cpp)
           default-jdk-headless python3-dev   # bindings/java (javac, jni.h), bindings/python (Python.h)
           clang libclang-rt-14-dev)   # libFuzzer (scripts/fuzz.sh)
 missing=()

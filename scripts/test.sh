@@ -6,9 +6,12 @@
 #              that detection picked traps with SIGILL (x86 hosts only)
 #   asan       AddressSanitizer + UndefinedBehaviorSanitizer build, every test
 #   tsan       ThreadSanitizer build of the threaded tests (pool, matmul split
-#              over threads, concurrent engines, forward passes, C API sessions)
+#              over threads, concurrent engines, forward passes, C API sessions,
+#              the server scheduler)
 #   oracles    the real Hugging Face libraries (PyPI, pinned) as live oracles:
-#              tokenizer parity on fresh random strings (scripts/oracles.sh)
+#              tokenizer parity on fresh random strings (scripts/oracles.sh);
+#              pocket serve under load and with the official openai client
+#              (scripts/server_check.sh)
 #   bindings   the Python package built with pip against the release build's
 #              libpocket, tested with pytest (scripts/bindings.sh; PyPI, pinned)
 #   fuzz       every libFuzzer target for a short smoke run (scripts/fuzz.sh)
@@ -97,6 +100,8 @@ if want oracles; then
   begin_stage oracles "Hugging Face libraries from PyPI as live oracles"
   step oracles bash "$root/scripts/oracles.sh" "$root/build/release"
   grep -E "^oracles: SKIPPED|cases \(|GGUF files|tests? ran|PASSED|FAILED" "$logs/oracles.log" | sed 's/^/   /'
+  step server bash "$root/scripts/server_check.sh" "$root/build/release"
+  grep -E "^server: SKIPPED|^load:|^Ran |^OK|^FAILED" "$logs/server.log" | sed 's/^/   /'
   end_stage
 fi
 
@@ -119,7 +124,7 @@ fi
 
 if want tsan; then
   begin_stage tsan "ThreadSanitizer build of the threaded tests"
-  tsan_targets=(pocket_tests_kernels pocket_tests_api pocket_tests_model pocket_tests_capi)
+  tsan_targets=(pocket_tests_kernels pocket_tests_api pocket_tests_model pocket_tests_capi pocket_tests_server)
   step tsan-configure cmake -S "$root" -B "$root/build/tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DPOCKET_SANITIZE_THREAD=ON -DPOCKET_BUILD_BENCH=OFF $(ccache_launcher)
   step tsan-build cmake --build "$root/build/tsan" -j"$jobs" --target "${tsan_targets[@]}"

@@ -41,5 +41,6 @@ void add_train_head(CLI::App& app, int& rc);
 void add_classify(CLI::App& app, int& rc);  // classify and route
 void add_rank(CLI::App& app, int& rc);
 void add_attach_head(CLI::App& app, int& rc);
+void add_serve(CLI::App& app, int& rc);
 
 }  // namespace pocket::cli

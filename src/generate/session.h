@@ -75,6 +75,12 @@ class Session {
   void set_threads(int n_threads);
   int threads() const { return pool_->size(); }
 
+  // For decoding several sessions in one batched forward pass
+  // (Model::forward_decode, server/): the context, and the record that
+  // `token` was run into it there.
+  Context& context() { return ctx_; }
+  void append_cached(int32_t token) { cached_.push_back(token); }
+
   const Model& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return *tok_; }
   ThreadPool& pool() { return *pool_; }

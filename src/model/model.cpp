@@ -27,6 +27,48 @@ std::vector<float> small_f32(const ModelFile& f, const std::string& name, int64_
   return out;
 }
 
+// Element-wise work, fn(i) for every row i < n: inline for one row (decode:
+// no pool synchronisation), spread over the pool for several, where doing it
+// on one thread left the others idle between the matmuls.
+template <class Fn>
+void for_rows(int n, ThreadPool& pool, Fn&& fn) {
+  if (n == 1) {
+    fn(0);
+    return;
+  }
+  pool.parallel_for(n, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) fn(static_cast<int>(i));
+  });
+}
+
+// For each of n rows: add(x_i, xn_i) (a block output's residual add, or
+// nothing), then xn_i = rmsnorm(x_i) with the weights `norm`.
+template <class Add>
+void add_then_norm(int n, const ModelConfig& c, float* x, float* xn, const std::vector<float>& norm,
+                   ThreadPool& pool, Add&& add) {
+  for_rows(n, pool, [&](int i) {
+    float* xi = x + static_cast<size_t>(i) * c.dim;
+    float* xni = xn + static_cast<size_t>(i) * c.dim;
+    add(xi, xni);
+    kernels::rmsnorm(xni, xi, norm.data(), c.dim, c.norm_eps);
+  });
+}
+
+// The per-row buffers of a forward pass (a Context's or a DecodeScratch's)
+// sized for n rows.
+template <class Buffers>
+void size_rows(Buffers& b, int n, const ModelConfig& c) {
+  const size_t N = static_cast<size_t>(n);
+  b.x.resize(N * c.dim);
+  b.xn.resize(N * std::max(c.dim, c.q_dim()));
+  b.q.resize(N * c.q_dim());
+  b.k.resize(N * c.kv_dim());
+  b.v.resize(N * c.kv_dim());
+  b.attn.resize(N * c.q_dim());
+  b.gate.resize(N * c.hidden_dim);
+  b.up.resize(N * c.hidden_dim);
+}
+
 const TensorView* matrix(const ModelFile& f, const std::string& name, int64_t rows, int64_t cols) {
   const TensorView& t = f.get(name);
   if (t.shape.size() != 2 || t.shape[0] != rows || t.shape[1] != cols)
@@ -200,103 +242,29 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
   const ModelConfig& c = cfg_;
   const int n = static_cast<int>(tokens.size());
   const int pos0 = ctx.cache.size();
-  const int dim = c.dim, hd = c.head_dim, q_dim = c.q_dim(), kv_dim = c.kv_dim();
+  const int dim = c.dim;
   if (ctx.batch_capacity < n) {
-    size_t N = static_cast<size_t>(n);
-    ctx.x.resize(N * dim);
-    ctx.xn.resize(N * std::max(dim, q_dim));
-    ctx.q.resize(N * q_dim);
-    ctx.k.resize(N * kv_dim);
-    ctx.v.resize(N * kv_dim);
-    ctx.attn.resize(N * q_dim);
-    ctx.gate.resize(N * c.hidden_dim);
-    ctx.up.resize(N * c.hidden_dim);
+    size_rows(ctx, n, c);
     ctx.batch_capacity = n;
   }
   float *x = ctx.x.data(), *xn = ctx.xn.data(), *q = ctx.q.data(), *k = ctx.k.data(), *v = ctx.v.data();
   float *attn = ctx.attn.data(), *gate = ctx.gate.data(), *up = ctx.up.data();
 
-  for (int i = 0; i < n; ++i) {
-    float* xi = x + static_cast<size_t>(i) * dim;
-    kernels::dequant_row(*embedding_, tokens[i], xi);
-    if (c.embed_scale != 1.0f)
-      for (int j = 0; j < dim; ++j) xi[j] *= c.embed_scale;
-  }
+  for (int i = 0; i < n; ++i) embed_row(tokens[i], x + static_cast<size_t>(i) * dim);
   if (!packed) ctx.cache.reserve_append(n);
 
-  // Element-wise work per token: inline for one token (decode: no pool
-  // synchronisation), spread over the pool for a prompt batch, where doing it
-  // on one thread left the others idle between the matmuls.
-  auto per_token = [&](auto&& fn) {
-    if (n == 1) {
-      fn(0);
-      return;
-    }
-    pool.parallel_for(n, [&](int64_t b, int64_t e, int) {
-      for (int64_t i = b; i < e; ++i) fn(static_cast<int>(i));
-    });
-  };
-
-  // x += out (normed first by `post` when the model has post-norms): the
-  // residual add of a block's output, fused into the next element-wise step.
-  auto add_block_output = [&](float* xi, float* out, const std::vector<float>& post) {
-    if (c.post_norms) kernels::rmsnorm(out, out, post.data(), dim, c.norm_eps);
-    for (int j = 0; j < dim; ++j) xi[j] += out[j];
-  };
   for (int l = 0; l < c.n_layers; ++l) {
     const Layer& L = layers_[l];
     // --- attention block (the previous layer's residual add is fused in) ---
-    per_token([&](int i) {
-      float* xi = x + static_cast<size_t>(i) * dim;
-      float* xni = xn + static_cast<size_t>(i) * dim;
-      if (l > 0) add_block_output(xi, xni, layers_[l - 1].post_ffn_norm);
-      kernels::rmsnorm(xni, xi, L.attn_norm.data(), dim, c.norm_eps);
-    });
-    const kernels::MatmulTarget qkv[] = {{L.wq, q}, {L.wk, k}, {L.wv, v}};
-    kernels::matmul_multi(qkv, xn, n, &pool);
-    per_token([&](int i) {
-      float* qi = q + static_cast<size_t>(i) * q_dim;
-      float* ki = k + static_cast<size_t>(i) * kv_dim;
-      float* vi = v + static_cast<size_t>(i) * kv_dim;
-      if (c.qkv_bias) {
-        for (int j = 0; j < q_dim; ++j) qi[j] += L.bq[j];
-        for (int j = 0; j < kv_dim; ++j) ki[j] += L.bk[j], vi[j] += L.bv[j];
-      }
-      if (c.qk_norm) {
-        for (int h = 0; h < c.n_heads; ++h) kernels::rmsnorm(qi + h * hd, qi + h * hd, L.q_norm.data(), hd, c.norm_eps);
-        for (int h = 0; h < c.n_kv_heads; ++h)
-          kernels::rmsnorm(ki + h * hd, ki + h * hd, L.k_norm.data(), hd, c.norm_eps);
-      }
-      const int pos = packed ? packed->pos[i] : pos0 + i, slot = packed ? packed->slot[i] : pos0 + i;
-      kernels::rope(qi, c.n_heads, hd, pos, c.rope_style, L.inv_freq);
-      kernels::rope(ki, c.n_kv_heads, hd, pos, c.rope_style, L.inv_freq);
-      for (int h = 0; h < c.n_kv_heads; ++h) {
-        kernels::f32_to_f16_row(ki + h * hd, ctx.cache.k(l, h, slot), hd);
-        kernels::f32_to_f16_row(vi + h * hd, ctx.cache.v(l, h, slot), hd);
-      }
+    attention_input(l, n, x, xn, q, k, v, pool, [&](int i) {
+      return packed ? RowPlace{packed->pos[i], packed->slot[i], &ctx.cache} : RowPlace{pos0 + i, pos0 + i, &ctx.cache};
     });
     attention(l, n, pos0, ctx, pool, packed);
     kernels::matmul(*L.wo, attn, n, xn, &pool);
 
-    // --- feed-forward block ---
-    per_token([&](int i) {
-      float* xi = x + static_cast<size_t>(i) * dim;
-      float* xni = xn + static_cast<size_t>(i) * dim;
-      add_block_output(xi, xni, L.post_attn_norm);
-      kernels::rmsnorm(xni, xi, L.ffn_norm.data(), dim, c.norm_eps);
-    });
-    const kernels::MatmulTarget gate_up[] = {{L.w_gate, gate}, {L.w_up, up}};
-    kernels::matmul_multi(gate_up, xn, n, &pool);
-    per_token([&](int i) {
-      const size_t at = static_cast<size_t>(i) * c.hidden_dim;
-      if (c.ffn_act == Activation::GeluTanh)
-        kernels::geglu(gate + at, up + at, c.hidden_dim);
-      else
-        kernels::swiglu(gate + at, up + at, c.hidden_dim);
-    });
-    kernels::matmul(*L.w_down, gate, n, xn, &pool);
+    feed_forward(l, n, x, xn, gate, up, pool);
     if (taps && taps->layer_out && taps->layer == l && l < c.n_layers - 1)  // x + this block's output
-      per_token([&](int i) {
+      for_rows(n, pool, [&](int i) {
         const size_t at = static_cast<size_t>(i) * dim;
         float* o = taps->layer_out + at;
         std::memcpy(o, xn + at, static_cast<size_t>(dim) * sizeof(float));
@@ -304,7 +272,7 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
         for (int j = 0; j < dim; ++j) o[j] += x[at + j];
       });
   }
-  per_token([&](int i) {  // the last layer's residual
+  for_rows(n, pool, [&](int i) {  // the last layer's residual
     add_block_output(x + static_cast<size_t>(i) * dim, xn + static_cast<size_t>(i) * dim,
                      layers_[c.n_layers - 1].post_ffn_norm);
   });
@@ -313,7 +281,7 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
     const size_t bytes = static_cast<size_t>(n) * dim * sizeof(float);
     if (taps->layer_out && taps->layer == c.n_layers - 1) std::memcpy(taps->layer_out, x, bytes);
     if (taps->final_normed)
-      per_token([&](int i) {
+      for_rows(n, pool, [&](int i) {
         kernels::rmsnorm(taps->final_normed + static_cast<size_t>(i) * dim, x + static_cast<size_t>(i) * dim,
                          output_norm_.data(), dim, c.norm_eps);
       });
@@ -329,6 +297,134 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
   if (c.final_softcap > 0.0f)
     for (size_t j = 0; j < static_cast<size_t>(rows) * c.vocab_size; ++j)
       logits[j] = c.final_softcap * std::tanh(logits[j] / c.final_softcap);
+}
+
+void Model::embed_row(int32_t token, float* x) const {
+  kernels::dequant_row(*embedding_, token, x);
+  if (cfg_.embed_scale != 1.0f)
+    for (int j = 0; j < cfg_.dim; ++j) x[j] *= cfg_.embed_scale;
+}
+
+// x += out (normed first by `post` when the model has post-norms): the
+// residual add of a block's output, fused into the next element-wise step.
+void Model::add_block_output(float* x, float* out, const std::vector<float>& post) const {
+  if (cfg_.post_norms) kernels::rmsnorm(out, out, post.data(), cfg_.dim, cfg_.norm_eps);
+  for (int j = 0; j < cfg_.dim; ++j) x[j] += out[j];
+}
+
+// The attention block's input for n rows: the previous layer's residual
+// add, the norm, the q/k/v projections, then each row's q/k post-processing
+// with its keys/values stored at the position and cache `row_at(i)` gives.
+void Model::attention_input(int l, int n, float* x, float* xn, float* q, float* k, float* v, ThreadPool& pool,
+                            const std::function<RowPlace(int)>& row_at) const {
+  const ModelConfig& c = cfg_;
+  const Layer& L = layers_[l];
+  add_then_norm(n, c, x, xn, L.attn_norm, pool, [&](float* xi, float* xni) {
+    if (l > 0) add_block_output(xi, xni, layers_[l - 1].post_ffn_norm);
+  });
+  const kernels::MatmulTarget qkv[] = {{L.wq, q}, {L.wk, k}, {L.wv, v}};
+  kernels::matmul_multi(qkv, xn, n, &pool);
+  for_rows(n, pool, [&](int i) {
+    qkv_row(l, q + static_cast<size_t>(i) * c.q_dim(), k + static_cast<size_t>(i) * c.kv_dim(),
+            v + static_cast<size_t>(i) * c.kv_dim(), row_at(i));
+  });
+}
+
+// The feed-forward block of layer l for n rows: the attention output's
+// residual add, the norm, gate/up, the activation and down (into xn).
+void Model::feed_forward(int l, int n, float* x, float* xn, float* gate, float* up, ThreadPool& pool) const {
+  const ModelConfig& c = cfg_;
+  const Layer& L = layers_[l];
+  add_then_norm(n, c, x, xn, L.ffn_norm, pool,
+                [&](float* xi, float* xni) { add_block_output(xi, xni, L.post_attn_norm); });
+  const kernels::MatmulTarget gate_up[] = {{L.w_gate, gate}, {L.w_up, up}};
+  kernels::matmul_multi(gate_up, xn, n, &pool);
+  for_rows(n, pool, [&](int i) {
+    const size_t at = static_cast<size_t>(i) * c.hidden_dim;
+    if (c.ffn_act == Activation::GeluTanh)
+      kernels::geglu(gate + at, up + at, c.hidden_dim);
+    else
+      kernels::swiglu(gate + at, up + at, c.hidden_dim);
+  });
+  kernels::matmul(*L.w_down, gate, n, xn, &pool);
+}
+
+// One token's q/k/v after the projections: biases, q/k norms, RoPE at
+// `at.pos`, and its keys/values stored into slot `at.slot` of `at.cache`.
+void Model::qkv_row(int l, float* q, float* k, float* v, const RowPlace& at) const {
+  const ModelConfig& c = cfg_;
+  const Layer& L = layers_[l];
+  const int hd = c.head_dim;
+  if (c.qkv_bias) {
+    for (int j = 0; j < c.q_dim(); ++j) q[j] += L.bq[j];
+    for (int j = 0; j < c.kv_dim(); ++j) k[j] += L.bk[j], v[j] += L.bv[j];
+  }
+  if (c.qk_norm) {
+    for (int h = 0; h < c.n_heads; ++h) kernels::rmsnorm(q + h * hd, q + h * hd, L.q_norm.data(), hd, c.norm_eps);
+    for (int h = 0; h < c.n_kv_heads; ++h) kernels::rmsnorm(k + h * hd, k + h * hd, L.k_norm.data(), hd, c.norm_eps);
+  }
+  kernels::rope(q, c.n_heads, hd, at.pos, c.rope_style, L.inv_freq);
+  kernels::rope(k, c.n_kv_heads, hd, at.pos, c.rope_style, L.inv_freq);
+  for (int h = 0; h < c.n_kv_heads; ++h) {
+    kernels::f32_to_f16_row(k + h * hd, at.cache->k(l, h, at.slot), hd);
+    kernels::f32_to_f16_row(v + h * hd, at.cache->v(l, h, at.slot), hd);
+  }
+}
+
+// The layer loop of forward_batch with row i belonging to context i: the
+// matmuls run over all rows at once (each weight read once per step), the
+// attention of each row against its own context's cache.
+void Model::forward_decode(std::span<const int32_t> tokens, std::span<Context* const> ctxs, ThreadPool& pool,
+                           float* logits, DecodeScratch& s) const {
+  const ModelConfig& c = cfg_;
+  const int n = static_cast<int>(tokens.size());
+  if (n == 0 || ctxs.size() != tokens.size())
+    fail("forward_decode: ", tokens.size(), " tokens for ", ctxs.size(), " contexts");
+  for (int i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= c.vocab_size)
+      fail("token id ", tokens[i], " is outside the vocabulary (", c.vocab_size, ")");
+    if (ctxs[i]->cache.size() + 1 > ctxs[i]->cache.capacity())
+      fail("the input needs ", ctxs[i]->cache.size() + 1, " tokens of context but the context holds ",
+           ctxs[i]->cache.capacity());
+    for (int j = 0; j < i; ++j)
+      if (ctxs[j] == ctxs[i]) fail("forward_decode: a context appears twice in one step");
+  }
+  const int dim = c.dim, q_dim = c.q_dim();
+  const size_t N = static_cast<size_t>(n);
+  size_rows(s, n, c);
+  float *x = s.x.data(), *xn = s.xn.data(), *q = s.q.data(), *k = s.k.data(), *v = s.v.data();
+  float *attn = s.attn.data(), *gate = s.gate.data(), *up = s.up.data();
+  std::vector<int> pos(N);
+  for (int i = 0; i < n; ++i) {
+    Context& ctx = *ctxs[i];
+    pos[i] = ctx.cache.size();
+    embed_row(tokens[i], x + i * static_cast<size_t>(dim));
+    ctx.cache.reserve_append(1);
+    if (ctx.batch_capacity < 1) {  // attention() reads q and writes attn of the context
+      ctx.q.resize(q_dim);
+      ctx.attn.resize(q_dim);
+    }
+  }
+  for (int l = 0; l < c.n_layers; ++l) {
+    const Layer& L = layers_[l];
+    attention_input(l, n, x, xn, q, k, v, pool,
+                    [&](int i) { return RowPlace{pos[i], pos[i], &ctxs[i]->cache}; });
+    for (int i = 0; i < n; ++i) {
+      Context& ctx = *ctxs[i];
+      std::copy_n(q + static_cast<size_t>(i) * q_dim, q_dim, ctx.q.data());
+      attention(l, 1, pos[i], ctx, pool);
+      std::copy_n(ctx.attn.data(), q_dim, attn + static_cast<size_t>(i) * q_dim);
+    }
+    kernels::matmul(*L.wo, attn, n, xn, &pool);
+    feed_forward(l, n, x, xn, gate, up, pool);
+  }
+  add_then_norm(n, c, x, xn, output_norm_, pool, [&](float* xi, float* xni) {
+    add_block_output(xi, xni, layers_[c.n_layers - 1].post_ffn_norm);
+  });
+  for (int i = 0; i < n; ++i) ctxs[i]->cache.set_size(pos[i] + 1);
+  kernels::matmul(*output_, xn, n, logits, &pool);
+  if (c.final_softcap > 0.0f)
+    for (size_t j = 0; j < N * c.vocab_size; ++j) logits[j] = c.final_softcap * std::tanh(logits[j] / c.final_softcap);
 }
 
 void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool, const PackedRows* packed) const {

@@ -4,6 +4,7 @@
 // Tested against ReferenceModel.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -72,6 +73,18 @@ class Model {
                       const HiddenTaps* taps, float* logits = nullptr) const;
   bool packable() const;
 
+  // Batched decode across sequences: one token for each of several contexts
+  // (tokens[i] runs at position ctxs[i]->cache.size() of ctxs[i], distinct
+  // contexts) in one pass, so each weight is read once for all of them;
+  // attention of each row uses its own context's cache. Writes
+  // tokens.size() x vocab_size logits. `scratch` holds the stacked rows
+  // between calls. Same logits as a one-token forward() per context.
+  struct DecodeScratch {
+    std::vector<float> x, xn, q, k, v, attn, gate, up;
+  };
+  void forward_decode(std::span<const int32_t> tokens, std::span<Context* const> ctxs, ThreadPool& pool,
+                      float* logits, DecodeScratch& scratch) const;
+
  private:
   struct Layer {
     const TensorView *wq, *wk, *wv, *wo, *w_gate, *w_up, *w_down;
@@ -81,7 +94,20 @@ class Model {
   };
   void forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, float* logits,
                      bool all_logits, const HiddenTaps* taps = nullptr, const PackedRows* packed = nullptr) const;
-  void attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool, const PackedRows* packed) const;
+  void attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool, const PackedRows* packed = nullptr) const;
+  void embed_row(int32_t token, float* x) const;
+  void add_block_output(float* x, float* out, const std::vector<float>& post) const;
+  // Where a row's keys/values go: RoPE position, cache slot (the position
+  // except for packed rows), and the cache.
+  struct RowPlace {
+    int pos;
+    int slot;
+    KVCache* cache;
+  };
+  void qkv_row(int layer, float* q, float* k, float* v, const RowPlace& at) const;
+  void attention_input(int layer, int n, float* x, float* xn, float* q, float* k, float* v, ThreadPool& pool,
+                       const std::function<RowPlace(int)>& row_at) const;
+  void feed_forward(int layer, int n, float* x, float* xn, float* gate, float* up, ThreadPool& pool) const;
 
   std::shared_ptr<const ModelFile> file_;
   ModelConfig cfg_;
