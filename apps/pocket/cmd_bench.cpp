@@ -7,6 +7,7 @@
 #include "bench/bench.h"
 #include "cli_common.h"
 #include "interrupt.h"
+#include "speculative/verify_bench.h"
 
 namespace pocket::cli {
 
@@ -17,7 +18,19 @@ struct BenchArgs {
   bench::BenchOptions opt;
   int threads = 0;
   bool json = false;
+  std::vector<int> verify;  // --verify: speculative decoding's verify cost instead
 };
+
+int run_verify_bench(const BenchArgs& a) {
+  speculative_bench::Options o;
+  o.blocks = a.verify;
+  o.gen = a.opt.gen;
+  o.threads = a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+  install_interrupt_handler();
+  o.stop = &interrupt_flag();
+  std::fputs(speculative_bench::format_table(speculative_bench::run(a.model, o)).c_str(), stdout);
+  return interrupted() ? kInterruptedExit : 0;
+}
 
 int run_bench(BenchArgs a) {
   a.opt.threads = a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -45,7 +58,12 @@ void add_bench(CLI::App& app, int& rc) {
                   "Power per busy core for the energy estimate when RAPL is not readable (default 5)");
   sub->add_option("--bandwidth-bytes", a->opt.bandwidth_bytes, "Bandwidth test buffer in bytes (default 1 GiB)");
   sub->add_flag("--json", a->json, "Print one JSON object instead of a table");
-  sub->callback([a, &rc] { rc = run_bench(*a); });
+  sub->add_option("--verify", a->verify,
+                  "Speculative decoding: cost of verifying K tokens in one forward vs one decode step, and the oracle "
+                  "ceiling, for each K given (e.g. --verify 2,4,8,16,32)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 33));
+  sub->callback([a, &rc] { rc = a->verify.empty() ? run_bench(*a) : run_verify_bench(*a); });
 }
 
 }  // namespace pocket::cli

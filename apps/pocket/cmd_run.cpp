@@ -6,6 +6,7 @@
 
 #include "cli_common.h"
 #include "interrupt.h"
+#include "speculative_cli.h"
 #include "generate/chat.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -17,6 +18,7 @@ namespace {
 struct RunOptions {
   ModelOptions model;
   GenerationFlags flags;
+  SpeculativeFlags speculative;
   std::string prompt = "Once upon a time";
   std::string prompt_file;
   bool chat = false;
@@ -57,13 +59,16 @@ int run(const RunOptions& o) {
     input = m.tokenizer->encode(prompt, eo);
   }
   session.check_fits(input);  // before any output: an error is all the user sees
+  auto drafter = o.speculative.enabled() ? o.speculative.make_drafter(session, input, o.flags.gen) : nullptr;
   install_interrupt_handler();
   if (!o.chat) std::fputs(prompt.c_str(), stdout);  // completion mode echoes the prompt
-  auto r = session.generate(input, o.flags.gen, [](std::string_view piece) {
+  auto print = [](std::string_view piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
     return !interrupted();
-  });
+  };
+  auto r = drafter ? o.speculative.generate(session, *drafter, input, o.flags.gen, print, o.flags.quiet)
+                                   : session.generate(input, o.flags.gen, print);
   std::fputs("\n", stdout);
   std::fflush(stdout);
   if (!o.flags.quiet || interrupted()) print_stats(r);
@@ -77,6 +82,7 @@ void add_run(CLI::App& app, int& rc) {
   CLI::App* sub = app.add_subcommand("run", "Generate text from a prompt");
   o->model.add_to(*sub);
   o->flags.add_to(*sub);
+  o->speculative.add_to(*sub);
   sub->add_option("-p,--prompt", o->prompt, "Prompt text (default: \"Once upon a time\")");
   sub->add_option("-f,--file", o->prompt_file, "Read the prompt from a file ('-' = stdin)");
   sub->add_flag("--chat", o->chat, "Wrap the prompt in the model's chat template as a user message");

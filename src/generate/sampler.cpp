@@ -21,10 +21,36 @@ void SamplerConfig::validate() const {
 Sampler::Sampler(const SamplerConfig& cfg) : cfg_(cfg), rng_(cfg.seed) { cfg_.validate(); }
 
 int32_t argmax(std::span<const float> logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  // Eight independent running maxima (lane i sees indices = i mod 8, the
+  // first of equal values kept) instead of one compare chain: a vocabulary
+  // row of 64K-152K logits is read at the speed of the loads. The lanes
+  // combine to the largest value, lowest index on ties: std::max_element's
+  // answer (NaN logits aside).
+  constexpr size_t kLanes = 8;
+  const size_t n = logits.size();
+  if (n < 2 * kLanes) return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  float best[kLanes];
+  size_t at[kLanes];
+  for (size_t l = 0; l < kLanes; ++l) best[l] = logits[l], at[l] = l;
+  size_t i = kLanes;
+  for (; i + kLanes <= n; i += kLanes)
+    for (size_t l = 0; l < kLanes; ++l)
+      if (logits[i + l] > best[l]) best[l] = logits[i + l], at[l] = i + l;
+  size_t r = at[0];
+  for (size_t l = 1; l < kLanes; ++l)
+    if (best[l] > logits[r] || (best[l] == logits[r] && at[l] < r)) r = at[l];
+  for (; i < n; ++i)
+    if (logits[i] > logits[r]) r = i;
+  return static_cast<int32_t>(r);
 }
 
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
+  auto cands = candidates(logits, history);
+  return cfg_.temperature == 0.0f ? cands[0].second : draw(cands);
+}
+
+std::span<const std::pair<float, int32_t>> Sampler::candidates(std::span<float> logits,
+                                                               std::span<const int32_t> history) {
   const int n = static_cast<int>(logits.size());
   if (cfg_.repeat_penalty != 1.0f && cfg_.repeat_last_n > 0) {
     size_t start = history.size() > static_cast<size_t>(cfg_.repeat_last_n) ? history.size() - cfg_.repeat_last_n : 0;
@@ -35,7 +61,10 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
       l = l > 0 ? l / cfg_.repeat_penalty : l * cfg_.repeat_penalty;
     }
   }
-  if (cfg_.temperature == 0.0f) return argmax(logits);
+  if (cfg_.temperature == 0.0f) {
+    cand_.assign(1, {1.0f, argmax(logits)});
+    return cand_;
+  }
 
   // Candidates sorted by logit, cut by top-k, then softmax at temperature.
   cand_.resize(n);
@@ -66,14 +95,24 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
     }
     cand_.resize(keep);
   }
+  return cand_;
+}
+
+int32_t Sampler::draw(std::span<const std::pair<float, int32_t>> cands, int32_t exclude) {
   double total = 0.0;
-  for (auto& c : cand_) total += c.first;
+  for (const auto& c : cands)
+    if (c.second != exclude) total += c.first;
   double r = std::uniform_real_distribution<double>(0.0, total)(rng_);
-  for (auto& c : cand_) {
+  int32_t last = -1;
+  for (const auto& c : cands) {
+    if (c.second == exclude) continue;
+    last = c.second;
     r -= c.first;
     if (r < 0) return c.second;
   }
-  return cand_.back().second;
+  return last >= 0 ? last : exclude;  // nothing else to draw
 }
+
+bool Sampler::chance(double p) { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < p; }
 
 }  // namespace pocket

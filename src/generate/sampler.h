@@ -29,6 +29,16 @@ class Sampler {
   // `history` is the sequence so far (for the repetition penalty).
   int32_t sample(std::span<float> logits, std::span<const int32_t> history);
 
+  // The steps of sample(), for speculative decoding's rejection rule:
+  // candidates() returns the (weight, id) pairs sample() draws from (the
+  // penalty, temperature and truncation applied; weights not renormalised;
+  // one pair of weight 1 when greedy); draw() picks one of them in
+  // proportion to its weight, skipping `exclude`; chance(p) is true with
+  // probability p.
+  std::span<const std::pair<float, int32_t>> candidates(std::span<float> logits, std::span<const int32_t> history);
+  int32_t draw(std::span<const std::pair<float, int32_t>> cands, int32_t exclude = -1);
+  bool chance(double p);
+
  private:
   SamplerConfig cfg_;
   std::mt19937_64 rng_;

@@ -93,6 +93,39 @@ std::span<float> Session::prefill(std::span<const int32_t> input, const std::fun
   return logits_;
 }
 
+std::span<float> Session::verify(std::span<const int32_t> block) {
+  if (block.empty()) fail_as(ErrorCode::InvalidArgument, "verify: no tokens");
+  if (ctx_.cache.size() + block.size() > static_cast<size_t>(ctx_.cache.capacity()))
+    fail_as(ErrorCode::ContextFull, "verify: ", block.size(), " tokens do not fit the context after ", ctx_.cache.size());
+  const size_t rows = block.size() * static_cast<size_t>(model_->config().vocab_size);
+  if (block_logits_.size() < rows) block_logits_.resize(rows);
+  model_->forward(block, ctx_, *pool_, block_logits_.data(), /*all_logits=*/true);
+  cached_.insert(cached_.end(), block.begin(), block.end());
+  return {block_logits_.data(), rows};
+}
+
+void Session::rollback(size_t n) {
+  if (n > cached_.size()) fail_as(ErrorCode::InvalidArgument, "rollback to ", n, " tokens but ", cached_.size(), " are cached");
+  ctx_.cache.truncate(static_cast<int>(n));
+  cached_.resize(n);
+}
+
+void Session::enable_hidden_taps(std::vector<int> layers) {
+  const ModelConfig& c = model_->config();
+  for (int l : layers)
+    if (l < 0 || l >= c.n_layers) fail_as(ErrorCode::InvalidArgument, "hidden-state tap of layer ", l, " but the model has ", c.n_layers);
+  taps_.assign(static_cast<size_t>(ctx_.cache.capacity()) * layers.size() * c.dim, 0.0f);
+  ctx_.tap_layers = std::move(layers);
+  ctx_.tap_out = ctx_.tap_layers.empty() ? nullptr : taps_.data();
+  reset();
+}
+
+const float* Session::hidden_taps(int pos) const {
+  if (ctx_.tap_out == nullptr || pos < 0 || pos >= static_cast<int>(cached_.size()))
+    fail("hidden_taps: position ", pos, " is not cached or taps are off");
+  return taps_.data() + static_cast<size_t>(pos) * ctx_.tap_layers.size() * model_->config().dim;
+}
+
 GenerateResult Session::generate(std::span<const int32_t> input, const GenerateOptions& opt,
                                  const std::function<bool(std::string_view)>& on_text) {
   if (opt.max_tokens < 0) fail_as(ErrorCode::InvalidArgument, "max tokens ", opt.max_tokens, " must be >= 0");

@@ -68,6 +68,19 @@ class Session {
   // caller can report it before printing anything.
   void check_fits(std::span<const int32_t> input) const;
 
+  // Speculative decoding (src/speculative/): runs `block` after the cached
+  // tokens in one batched forward and returns every row's logits
+  // (block.size() x vocab_size); rollback(n) keeps only the first n cached
+  // tokens (the KV rows are dropped, not copied). Errors as prefill's.
+  std::span<float> verify(std::span<const int32_t> block);
+  void rollback(size_t n);
+
+  // Keeps the hidden states after the given target layers for every cached
+  // position (DFlash drafts read them); starts over (reset()) so every
+  // cached position has them. hidden_taps(p): layers.size() x dim floats.
+  void enable_hidden_taps(std::vector<int> layers);
+  const float* hidden_taps(int pos) const;
+
   const std::vector<int32_t>& cached_tokens() const { return cached_; }
   int context_size() const { return ctx_.cache.capacity(); }
   void reset();
@@ -95,6 +108,8 @@ class Session {
   Context ctx_;
   std::vector<int32_t> cached_;  // tokens whose keys/values are in ctx_.cache
   std::vector<float> logits_;
+  std::vector<float> block_logits_;  // verify()'s rows
+  std::vector<float> taps_;          // enable_hidden_taps()
 };
 
 }  // namespace pocket

@@ -22,23 +22,27 @@ struct AttentionOpsAvx512 {
   static void softmax(float* x, int n) { softmax_avx2(x, n); }
 
   // As the AVX2 version: four positions per step, then one reduction tree
-  // (512 -> 256 bits, then hadd) turns 4 accumulators into 4 scores.
+  // (512 -> 256 bits, then hadd) turns 4 accumulators into 4 scores; a
+  // short last step repeats its last row, so every score takes the same
+  // path (batch invariance, see AttentionOpsAvx2::scores).
   template <int NQ>
   static void scores(const float* const* q, const uint16_t* k, int n_t, int hd, float scale, float* const* s, int t0) {
     const __m128 vscale = _mm_set1_ps(scale);
-    int t = 0;
-    for (; t + 4 <= n_t; t += 4) {
+    for (int t = 0; t < n_t; t += 4) {
+      const int valid = std::min(4, n_t - t);
       __m512 acc[NQ][4];
       for (int j = 0; j < NQ; ++j)
         for (int p = 0; p < 4; ++p) acc[j][p] = _mm512_setzero_ps();
       const uint16_t* kt = k + static_cast<size_t>(t) * hd;
+      const uint16_t* rows[4];
+      for (int p = 0; p < 4; ++p) rows[p] = kt + std::min(p, valid - 1) * hd;
       // See kAttnPrefetchRows.
       for (int p = 0; p < 4; ++p) prefetch_row(kt + (kAttnPrefetchRows + p) * hd, hd);
       for (int d = 0; d < hd; d += 16) {
         __m512 qd[NQ];
         for (int j = 0; j < NQ; ++j) qd[j] = _mm512_loadu_ps(q[j] + d);
         for (int p = 0; p < 4; ++p) {
-          const __m512 kv = load_half16(kt + p * hd + d);
+          const __m512 kv = load_half16(rows[p] + d);
           for (int j = 0; j < NQ; ++j) acc[j][p] = _mm512_fmadd_ps(qd[j], kv, acc[j][p]);
         }
       }
@@ -48,17 +52,10 @@ struct AttentionOpsAvx512 {
           h[p] = _mm256_add_ps(_mm512_castps512_ps256(acc[j][p]),
                                _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[j][p]), 1)));
         const __m256 r8 = _mm256_hadd_ps(_mm256_hadd_ps(h[0], h[1]), _mm256_hadd_ps(h[2], h[3]));
-        const __m128 r = _mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1));
-        _mm_storeu_ps(s[j] + t0 + t, _mm_mul_ps(r, vscale));
+        const __m128 r = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1)), vscale);
+        store_lanes(s[j] + t0 + t, r, valid);
       }
     }
-    for (; t < n_t; ++t)
-      for (int j = 0; j < NQ; ++j) {
-        __m512 acc = _mm512_setzero_ps();
-        for (int d = 0; d < hd; d += 16)
-          acc = _mm512_fmadd_ps(_mm512_loadu_ps(q[j] + d), load_half16(k + static_cast<size_t>(t) * hd + d), acc);
-        s[j][t0 + t] = _mm512_reduce_add_ps(acc) * scale;
-      }
   }
 
   // Up to 128 columns per pass (8 vectors per query).

@@ -91,8 +91,12 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
   // Independent accumulators per token so a decode GEMV (T = 1) is not one
   // long chain of dependent fmas: a 32-block type's block j of each step of eight
   // goes to acc[t][j % kChains]; the K-quants add once per super-block
-  // (acc[t][0]) and keep two integer chains inside it instead.
-  constexpr int kChains = T == 1 ? 4 : T == 2 ? 2 : 1;
+  // (acc[t][0]) and keep two integer chains inside it instead. The same
+  // number of chains for every tile size keeps the summation order of a
+  // token independent of the batch it is in (decode, speculative verify and
+  // prefill give bit-identical rows); two chains per token still fit the
+  // registers at T = 4.
+  constexpr int kChains = 2;
   typename B::A acc[T][kChains];
   float corr[T][kChains];  // sums of -offset * S[b] (32-element blocks), subtracted at the end
   typename B::F8 corr8[T];  // the same, eight blocks at a time (K-quants)

@@ -85,26 +85,8 @@ void rope_avx2(float* x, int n_heads, int head_dim, int pos, RopeStyle style, co
   }
 }
 
-float half_at(const uint16_t* p) { return _cvtsh_ss(*p); }
-
 inline __m256 load_half8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 
-// q . k over head_dim; four accumulators hide the FMA latency that a single
-// dependency chain would pay on every position.
-inline float dot_q_k(const float* q, const uint16_t* kt, int head_dim) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  int i = 0;
-  for (; i + 32 <= head_dim; i += 32) {
-    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_half8(kt + i), a0);
-    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), load_half8(kt + i + 8), a1);
-    a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 16), load_half8(kt + i + 16), a2);
-    a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 24), load_half8(kt + i + 24), a3);
-  }
-  for (; i + 8 <= head_dim; i += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_half8(kt + i), a0);
-  float dot = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-  for (; i < head_dim; ++i) dot += q[i] * half_at(kt + i);
-  return dot;
-}
 
 // Inner loops of the multi-query attention (driver: attention_impl.h).
 struct AttentionOpsAvx2 {
@@ -114,22 +96,28 @@ struct AttentionOpsAvx2 {
   // s_j[t0 + t] = scale * q_j . K[t] for t in [0, n_t), for NQ (1 or 2) queries
   // at once. Four positions per step: each K chunk converted feeds 4 * NQ
   // independent FMA chains, and one hadd tree turns 4 accumulators into 4
-  // scores instead of a full horizontal sum per position.
+  // scores instead of a full horizontal sum per position. The last step of a
+  // block with fewer than 4 positions repeats its last row and drops the
+  // copies, so every score is computed the same way wherever the position
+  // falls: one query's scores do not depend on the span of the others
+  // (batch invariance: decode, verify and prefill agree bit for bit).
   template <int NQ>
   static void scores(const float* const* q, const uint16_t* k, int n_t, int hd, float scale, float* const* s, int t0) {
     const __m128 vscale = _mm_set1_ps(scale);
-    int t = 0;
-    for (; t + 4 <= n_t; t += 4) {
+    for (int t = 0; t < n_t; t += 4) {
+      const int valid = std::min(4, n_t - t);
       __m256 acc[NQ][4];
       for (int j = 0; j < NQ; ++j)
         for (int p = 0; p < 4; ++p) acc[j][p] = _mm256_setzero_ps();
       const uint16_t* kt = k + static_cast<size_t>(t) * hd;
+      const uint16_t* rows[4];
+      for (int p = 0; p < 4; ++p) rows[p] = kt + std::min(p, valid - 1) * hd;
       for (int p = 0; p < 4; ++p) prefetch_row(kt + (kAttnPrefetchRows + p) * hd, hd);
       for (int d = 0; d < hd; d += 8) {
         __m256 qd[NQ];
         for (int j = 0; j < NQ; ++j) qd[j] = _mm256_loadu_ps(q[j] + d);
         for (int p = 0; p < 4; ++p) {
-          const __m256 kv = load_half8(kt + p * hd + d);
+          const __m256 kv = load_half8(rows[p] + d);
           for (int j = 0; j < NQ; ++j) acc[j][p] = _mm256_fmadd_ps(qd[j], kv, acc[j][p]);
         }
       }
@@ -137,12 +125,10 @@ struct AttentionOpsAvx2 {
         // hadd(hadd(a0, a1), hadd(a2, a3)) leaves position p's partial sums in
         // lane p of each 128-bit half.
         const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(acc[j][0], acc[j][1]), _mm256_hadd_ps(acc[j][2], acc[j][3]));
-        const __m128 r = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-        _mm_storeu_ps(s[j] + t0 + t, _mm_mul_ps(r, vscale));
+        const __m128 r = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)), vscale);
+        store_lanes(s[j] + t0 + t, r, valid);
       }
     }
-    for (; t < n_t; ++t)
-      for (int j = 0; j < NQ; ++j) s[j][t0 + t] = dot_q_k(q[j], k + static_cast<size_t>(t) * hd, hd) * scale;
   }
 
   // out_j += sum_t p_j[t0 + t] V[t] over t in [0, n_t) (out_j = ... when

@@ -191,36 +191,40 @@ struct AttentionOpsNeon {
 
   // s_j[t0 + t] = scale * q_j . K[t], NQ (1 or 2) queries, four positions per
   // step: each converted K vector feeds 4 * NQ independent FMA chains and two
-  // pairwise-add levels turn 4 accumulators into 4 scores.
+  // pairwise-add levels turn 4 accumulators into 4 scores. A short last step
+  // repeats its last row, so every score takes the same path wherever it
+  // falls (batch invariance, as on x86).
   template <int NQ>
   static void scores(const float* const* q, const uint16_t* k, int n_t, int hd, float scale, float* const* s, int t0) {
-    int t = 0;
-    for (; t + 4 <= n_t; t += 4) {
+    for (int t = 0; t < n_t; t += 4) {
+      const int valid = std::min(4, n_t - t);
       float32x4_t acc[NQ][4];
       for (int j = 0; j < NQ; ++j)
         for (int p = 0; p < 4; ++p) acc[j][p] = vdupq_n_f32(0.0f);
       const uint16_t* kt = k + static_cast<size_t>(t) * hd;
+      const uint16_t* rows[4];
+      for (int p = 0; p < 4; ++p) rows[p] = kt + std::min(p, valid - 1) * hd;
       for (int p = 0; p < 4; ++p) prefetch_row(kt + (kAttnPrefetchRows + p) * hd, hd);
       for (int d = 0; d < hd; d += 4) {
         float32x4_t qd[NQ];
         for (int j = 0; j < NQ; ++j) qd[j] = vld1q_f32(q[j] + d);
         for (int p = 0; p < 4; ++p) {
-          const float32x4_t kv = load_half4(kt + p * hd + d);
+          const float32x4_t kv = load_half4(rows[p] + d);
           for (int j = 0; j < NQ; ++j) acc[j][p] = vfmaq_f32(acc[j][p], qd[j], kv);
         }
       }
       for (int j = 0; j < NQ; ++j) {
-        const float32x4_t r = vpaddq_f32(vpaddq_f32(acc[j][0], acc[j][1]), vpaddq_f32(acc[j][2], acc[j][3]));
-        vst1q_f32(s[j] + t0 + t, vmulq_n_f32(r, scale));
+        const float32x4_t r = vmulq_n_f32(
+            vpaddq_f32(vpaddq_f32(acc[j][0], acc[j][1]), vpaddq_f32(acc[j][2], acc[j][3])), scale);
+        if (valid == 4) {
+          vst1q_f32(s[j] + t0 + t, r);
+        } else {
+          float tmp[4];
+          vst1q_f32(tmp, r);
+          std::copy(tmp, tmp + valid, s[j] + t0 + t);
+        }
       }
     }
-    for (; t < n_t; ++t)
-      for (int j = 0; j < NQ; ++j) {
-        float32x4_t acc = vdupq_n_f32(0.0f);
-        for (int d = 0; d < hd; d += 4)
-          acc = vfmaq_f32(acc, vld1q_f32(q[j] + d), load_half4(k + static_cast<size_t>(t) * hd + d));
-        s[j][t0 + t] = vaddvq_f32(acc) * scale;
-      }
   }
 
   // out_j (+)= sum_t p_j[t0 + t] V[t], NQ (1 or 2) queries, up to 32 columns

@@ -11,6 +11,18 @@
 namespace pocket::kernels {
 namespace {
 
+// Stores the first `valid` (1..4) lanes of r at dst: four attention scores
+// at a time, the last step of a block possibly short.
+inline void store_lanes(float* dst, __m128 r, int valid) {
+  if (valid == 4) {
+    _mm_storeu_ps(dst, r);
+  } else {
+    alignas(16) float tmp[4];
+    _mm_store_ps(tmp, r);
+    for (int i = 0; i < valid; ++i) dst[i] = tmp[i];
+  }
+}
+
 inline float hsum8(__m256 v) {
   __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   h = _mm_add_ps(h, _mm_movehl_ps(h, h));

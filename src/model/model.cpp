@@ -69,6 +69,17 @@ void size_rows(Buffers& b, int n, const ModelConfig& c) {
   b.up.resize(N * c.hidden_dim);
 }
 
+// Copies rows [0, n) of x, the residual stream after layer l at positions
+// pos0.., to the context's hidden-state taps when layer l is tapped.
+void tap_rows(Context& ctx, int l, int n, int pos0, const float* x, int dim) {
+  if (ctx.tap_out == nullptr) return;
+  const size_t n_taps = ctx.tap_layers.size(), D = static_cast<size_t>(dim);
+  for (size_t t = 0; t < n_taps; ++t)
+    if (ctx.tap_layers[t] == l)
+      for (int i = 0; i < n; ++i)
+        std::copy_n(x + static_cast<size_t>(i) * D, D, ctx.tap_out + (static_cast<size_t>(pos0 + i) * n_taps + t) * D);
+}
+
 const TensorView* matrix(const ModelFile& f, const std::string& name, int64_t rows, int64_t cols) {
   const TensorView& t = f.get(name);
   if (t.shape.size() != 2 || t.shape[0] != rows || t.shape[1] != cols)
@@ -259,6 +270,7 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
     attention_input(l, n, x, xn, q, k, v, pool, [&](int i) {
       return packed ? RowPlace{packed->pos[i], packed->slot[i], &ctx.cache} : RowPlace{pos0 + i, pos0 + i, &ctx.cache};
     });
+    if (l > 0 && !packed) tap_rows(ctx, l - 1, n, pos0, x, dim);  // x: the residual after layer l - 1
     attention(l, n, pos0, ctx, pool, packed);
     kernels::matmul(*L.wo, attn, n, xn, &pool);
 
@@ -276,7 +288,10 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
     add_block_output(x + static_cast<size_t>(i) * dim, xn + static_cast<size_t>(i) * dim,
                      layers_[c.n_layers - 1].post_ffn_norm);
   });
-  if (!packed) ctx.cache.set_size(pos0 + n);
+  if (!packed) {
+    tap_rows(ctx, c.n_layers - 1, n, pos0, x, dim);
+    ctx.cache.set_size(pos0 + n);
+  }
   if (taps) {
     const size_t bytes = static_cast<size_t>(n) * dim * sizeof(float);
     if (taps->layer_out && taps->layer == c.n_layers - 1) std::memcpy(taps->layer_out, x, bytes);
@@ -409,6 +424,8 @@ void Model::forward_decode(std::span<const int32_t> tokens, std::span<Context* c
     const Layer& L = layers_[l];
     attention_input(l, n, x, xn, q, k, v, pool,
                     [&](int i) { return RowPlace{pos[i], pos[i], &ctxs[i]->cache}; });
+    if (l > 0)
+      for (int i = 0; i < n; ++i) tap_rows(*ctxs[i], l - 1, 1, pos[i], x + i * static_cast<size_t>(dim), dim);
     for (int i = 0; i < n; ++i) {
       Context& ctx = *ctxs[i];
       std::copy_n(q + static_cast<size_t>(i) * q_dim, q_dim, ctx.q.data());
@@ -421,6 +438,7 @@ void Model::forward_decode(std::span<const int32_t> tokens, std::span<Context* c
   add_then_norm(n, c, x, xn, output_norm_, pool, [&](float* xi, float* xni) {
     add_block_output(xi, xni, layers_[c.n_layers - 1].post_ffn_norm);
   });
+  for (int i = 0; i < n; ++i) tap_rows(*ctxs[i], c.n_layers - 1, 1, pos[i], x + i * static_cast<size_t>(dim), dim);
   for (int i = 0; i < n; ++i) ctxs[i]->cache.set_size(pos[i] + 1);
   kernels::matmul(*output_, xn, n, logits, &pool);
   if (c.final_softcap > 0.0f)

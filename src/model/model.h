@@ -41,6 +41,11 @@ struct Context {
   KVCache cache;
   std::vector<float> x, xn, q, k, v, attn, gate, up, scores;
   int batch_capacity = 0;
+  // Hidden-state taps (speculative decoding's DFlash drafts): when tap_out
+  // is set, the output of each layer in tap_layers (the residual stream
+  // after it) at position p goes to tap_out + (p * tap_layers.size() + i) * dim.
+  std::vector<int> tap_layers;
+  float* tap_out = nullptr;
 };
 
 class Model {

@@ -20,6 +20,11 @@ TEST(Cli, RunPrintsTheGreedyStory) {
   auto r = run("run -m " + stories() + " -n 12 --temp 0 -q");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out, "Once upon a time, there was a little girl named Lily. She\n");
+  for (const std::string& draft : {std::string("lookup"), std::string("oracle"), "model --draft-model " + stories()}) {  // speculative: the same text
+    auto s = run("run -m " + stories() + " -n 12 --temp 0 -q --draft " + draft + " --draft-max 4");
+    EXPECT_EQ(s.code, 0) << s.out;
+    EXPECT_EQ(s.out, r.out) << draft;
+  }
 }
 
 TEST(Cli, ChatWorksFromAPipe) {
@@ -55,6 +60,12 @@ TEST(Cli, BadInputGivesOneClearError) {
       {"run -m " + stories() + " --bogus", "", "--bogus", 2},
       {"run -m " + stories() + " -c 100000", "", "context", 1},
       {"run -m " + stories() + " -c 8 -p \"one two three four five six seven eight nine ten\"", "", "context", 1},
+      {"run -m " + stories() + " --draft dflash", "", "--dflash DIR", 1},
+      {"run -m " + stories() + " --dflash /nonexistent/draft", "", "/nonexistent/draft/model.safetensors", 1},
+      {"run -m " + stories() + " --draft lookup --dflash /nonexistent/draft", "", "--dflash", 1},
+      {"run -m " + stories() + " --draft bogus", "", "--draft", 2},
+      {"run -m " + stories() + " --draft model", "", "--draft-model FILE", 1},
+      {"run -m " + stories() + " --draft-model /nonexistent/draft.gguf", "", "/nonexistent/draft.gguf", 1},
       {"info " + pocket::test::stories_tokenizer(), "", "tok512.bin", 1},
       {"frobnicate", "", "frobnicate", 2},
       {"info", "", "model", 2},

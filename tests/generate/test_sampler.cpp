@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <map>
+#include <random>
+#include <vector>
 
 #include "generate/sampler.h"
 #include "util/error.h"
@@ -17,6 +20,22 @@ TEST(Sampler, GreedyPicksTheLargestLogit) {
   Sampler s(c);
   auto l = logits_of({0.1f, 2.0f, -1.0f, 1.9f});
   EXPECT_EQ(s.sample(l, {}), 1);
+}
+
+// The lane-parallel argmax against std::max_element (largest value, lowest
+// index on ties) on every length up to 300 and a vocabulary-sized row, with
+// values from a small set so that ties are everywhere.
+TEST(Sampler, ArgmaxIsTheFirstLargestValue) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> small(-3, 3);
+  for (size_t n : std::vector<size_t>{1, 2, 7, 15, 16, 17, 31, 64, 65, 299, 300, 64064}) {
+    for (int rep = 0; rep < 20; ++rep) {
+      std::vector<float> v(n);
+      for (auto& x : v) x = 0.5f * static_cast<float>(small(rng));
+      if (rep % 2) v[rng() % n] = 9.0f;  // a unique maximum somewhere
+      EXPECT_EQ(argmax(v), std::max_element(v.begin(), v.end()) - v.begin()) << "n=" << n << " rep=" << rep;
+    }
+  }
 }
 
 TEST(Sampler, SameSeedSameTokensDifferentSeedDifferentTokens) {

@@ -1,0 +1,84 @@
+#include "speculative_cli.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "speculative/dflash.h"
+#include "runtime/loader.h"
+#include "speculative/drafter.h"
+#include "speculative/model_drafter.h"
+#include "speculative/speculative.h"
+#include "util/error.h"
+
+namespace pocket::cli {
+
+void SpeculativeFlags::add_to(CLI::App& app) {
+  app.add_option("--draft", draft,
+                 "Speculative decoding drafter: lookup (prompt/history n-grams) or oracle (replays the model's own "
+                 "greedy output: the ceiling; runs the generation twice), dflash (a block draft from --dflash) or model "
+                 "(--draft-model)")
+      ->check(CLI::IsMember({"lookup", "oracle", "dflash", "model"}));
+  app.add_option("--draft-model", draft_model,
+                 "Draft model: a smaller model with the same tokenizer, drafting greedily with its own KV cache; "
+                 "implies --draft model");
+  app.add_option("--dflash", dflash,
+                 "DFlash draft folder (z-lab format: config.json + model.safetensors) conditioned on this model's "
+                 "hidden states; implies --draft dflash");
+  app.add_option("--draft-max", draft_max, "Largest drafted block verified at once (1..32)")
+      ->check(CLI::Range(1, 32));
+  app.add_flag("--no-adaptive", no_adaptive,
+               "Always verify --draft-max drafted tokens (default: choose the block from measured cost and acceptance, "
+               "plain decoding when speculation would lose)");
+}
+
+std::unique_ptr<Drafter> SpeculativeFlags::make_drafter(Session& session, std::span<const int32_t> input,
+                                                        const GenerateOptions& opt) const {
+  std::unique_ptr<Drafter> drafter;
+  if (!dflash.empty() && !draft_model.empty())
+    fail_as(ErrorCode::InvalidArgument, "--dflash and --draft-model are two drafters: give one");
+  const std::string kind = !draft.empty() ? draft : !draft_model.empty() ? "model" : "dflash";
+  if (!dflash.empty() && kind != "dflash")
+    fail_as(ErrorCode::InvalidArgument, "--dflash gives a DFlash draft: use it without --draft or with --draft dflash");
+  if (!draft_model.empty() && kind != "model")
+    fail_as(ErrorCode::InvalidArgument, "--draft-model gives a draft model: use it without --draft or with --draft model");
+  if (kind == "model") {
+    if (draft_model.empty()) fail_as(ErrorCode::InvalidArgument, "--draft model needs --draft-model FILE");
+    LoadedModel d = load_model(draft_model);
+    drafter = std::make_unique<ModelDrafter>(d.model, d.tokenizer, session.tokenizer(), session.context_size(),
+                                             session.pool().size());
+  } else if (kind == "dflash") {
+    if (dflash.empty()) fail_as(ErrorCode::InvalidArgument, "--draft dflash needs --dflash DIR (the draft's folder)");
+    auto d = std::make_shared<const DFlashDraft>(dflash, session.model().config());
+    drafter = std::make_unique<DFlashDrafter>(std::move(d), session);
+  } else if (kind == "lookup") {
+    drafter = std::make_unique<LookupDrafter>();
+  } else if (kind == "oracle") {
+    if (opt.sampling.temperature != 0.0f)
+      fail_as(ErrorCode::InvalidArgument, "--draft oracle replays the greedy output: use it with --temp 0");
+    GenerateResult first = session.generate(input, opt);
+    std::vector<int32_t> seq(input.begin(), input.end());
+    seq.insert(seq.end(), first.tokens.begin(), first.tokens.end());
+    drafter = std::make_unique<ReplayDrafter>(std::move(seq));
+    session.reset();
+  } else {
+    fail_as(ErrorCode::InvalidArgument, "unknown drafter '", draft, "' (lookup, oracle, dflash, model)");
+  }
+  return drafter;
+}
+
+GenerateResult SpeculativeFlags::generate(Session& session, Drafter& drafter, std::span<const int32_t> input,
+                                          const GenerateOptions& opt,
+                                          const std::function<bool(std::string_view)>& on_text, bool quiet) const {
+  SpeculativeStats st;
+  GenerateResult r = generate_speculative(session, drafter, input, opt, {draft_max, !no_adaptive}, on_text, &st);
+  if (!quiet)
+    std::fprintf(stderr,
+                 "\n[speculative %s: %d steps, %d verified a draft | drafted %d, accepted %d (%.0f%%), %.2f per verify | "
+                 "draft %.3f s, verify %.3f s]",
+                 drafter.name(), st.steps, st.verify_steps, st.drafted, st.accepted,
+                 st.drafted ? 100.0 * st.accepted / st.drafted : 0.0, st.mean_accepted(), st.draft_seconds,
+                 st.verify_seconds);
+  return r;
+}
+
+}  // namespace pocket::cli

@@ -1,0 +1,34 @@
+// The speculative-decoding flags of `pocket run` (--draft, --dflash,
+// --draft-model, --draft-max, --no-adaptive) and the generate call they select.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "generate/session.h"
+#include "speculative/drafter.h"
+
+namespace pocket::cli {
+
+struct SpeculativeFlags {
+  std::string draft;       // "" = plain decoding; lookup | oracle | dflash
+  std::string dflash;      // a DFlash draft folder (config.json + model.safetensors); implies --draft dflash
+  std::string draft_model; // a smaller model with the same tokenizer; implies --draft model
+  int draft_max = 16;
+  bool no_adaptive = false;
+  void add_to(CLI::App& app);
+  bool enabled() const { return !draft.empty() || !dflash.empty() || !draft_model.empty(); }
+  // The chosen drafter, made before any output so that a bad flag or draft
+  // file is the only thing printed (the oracle runs the generation once).
+  std::unique_ptr<Drafter> make_drafter(Session& session, std::span<const int32_t> input,
+                                        const GenerateOptions& opt) const;
+  // Generates with `drafter` and prints its statistics line to stderr
+  // unless `quiet`.
+  GenerateResult generate(Session& session, Drafter& drafter, std::span<const int32_t> input,
+                          const GenerateOptions& opt, const std::function<bool(std::string_view)>& on_text,
+                          bool quiet) const;
+};
+
+}  // namespace pocket::cli

@@ -1,0 +1,279 @@
+#include "speculative/dflash.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "generate/sampler.h"
+#include "kernels/kernels.h"
+#include "util/error.h"
+#include "util/mapped_file.h"
+
+namespace pocket {
+
+namespace {
+
+using json = nlohmann::json;
+
+int get_int(const json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || !j[key].is_number_integer()) fail(where, ": config.json needs an integer \"", key, "\"");
+  const int64_t v = j[key].get<int64_t>();
+  if (v < 0 || v > (1 << 20)) fail(where, ": config.json \"", key, "\" = ", v, " is out of range");
+  return static_cast<int>(v);
+}
+
+std::vector<float> vector_f32(const TensorView& t, int64_t n, const std::string& name, const std::string& where) {
+  if (t.numel() != n) fail(where, ": tensor ", name, " has ", t.numel(), " elements, expected ", n);
+  TensorView row = t;
+  row.shape = {1, n};
+  std::vector<float> out(static_cast<size_t>(n));
+  kernels::dequant_row(row, 0, out.data());
+  return out;
+}
+
+}  // namespace
+
+DFlashDraft::DFlashDraft(const std::string& dir, const ModelConfig& target)
+    : file_(SafetensorsFile::open(dir + "/model.safetensors")) {
+  const std::string where = dir;
+  json j;
+  try {
+    j = json::parse(read_text_file(dir + "/config.json"));
+  } catch (const json::exception& e) {
+    fail(where, ": config.json is not valid JSON (", e.what(), ")");
+  }
+  if (!j.is_object()) fail(where, ": config.json is not an object");
+  DFlashConfig& c = cfg_;
+  c.hidden = get_int(j, "hidden_size", where);
+  c.ffn = get_int(j, "intermediate_size", where);
+  c.layers = get_int(j, "num_hidden_layers", where);
+  c.heads = get_int(j, "num_attention_heads", where);
+  c.kv_heads = get_int(j, "num_key_value_heads", where);
+  c.head_dim = j.contains("head_dim") ? get_int(j, "head_dim", where) : (c.heads > 0 ? c.hidden / c.heads : 0);
+  c.block_size = get_int(j, "block_size", where);
+  if (j.contains("rms_norm_eps") && j["rms_norm_eps"].is_number()) c.eps = j["rms_norm_eps"].get<float>();
+  if (j.contains("rope_theta") && j["rope_theta"].is_number()) c.rope_theta = j["rope_theta"].get<float>();
+  // Settings this reader would otherwise ignore and get wrong: refuse them.
+  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
+    fail(where, ": config.json sets rope_scaling, which Pocket's DFlash drafts do not support");
+  if (j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() && j["use_sliding_window"].get<bool>())
+    fail(where, ": config.json enables sliding-window attention, which Pocket's DFlash drafts do not support");
+  if (target.arch == Arch::Gemma3)
+    fail(where, ": DFlash drafts run on Qwen3, Qwen2 and Llama targets, not Gemma 3 (its norms and embedding scale differ)");
+  if (!j.contains("dflash_config") || !j["dflash_config"].is_object()) fail(where, ": config.json has no \"dflash_config\"");
+  const json& d = j["dflash_config"];
+  c.mask_token_id = get_int(d, "mask_token_id", where);
+  if (!d.contains("target_layer_ids") || !d["target_layer_ids"].is_array() || d["target_layer_ids"].empty())
+    fail(where, ": dflash_config needs a non-empty \"target_layer_ids\" array");
+  for (const auto& v : d["target_layer_ids"]) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= target.n_layers)
+      fail(where, ": target layer id ", v.dump(), " is not a layer of the target (", target.n_layers, " layers)");
+    c.target_layer_ids.push_back(v.get<int>());
+  }
+  if (c.layers < 1 || c.heads < 1 || c.kv_heads < 1 || c.heads % c.kv_heads != 0 || c.head_dim < 2 || c.head_dim % 2 ||
+      c.ffn < 1 || c.block_size < 2 || c.block_size > 64)
+    fail(where, ": unsupported draft shape (layers ", c.layers, ", heads ", c.heads, "/", c.kv_heads, ", head dim ",
+         c.head_dim, ", block ", c.block_size, ")");
+  if (c.hidden != target.dim) fail(where, ": draft hidden size ", c.hidden, " but the target's is ", target.dim);
+  if (c.mask_token_id >= target.vocab_size)
+    fail(where, ": mask token ", c.mask_token_id, " is outside the target's embedding (", target.vocab_size, " rows)");
+
+  const auto& ts = file_.tensors();
+  std::set<std::string> used;
+  auto mat = [&](const std::string& name, int64_t rows, int64_t cols) -> const TensorView* {
+    auto it = ts.find(name);
+    if (it == ts.end()) fail(where, ": tensor ", name, " is missing");
+    if (it->second.shape.size() != 2 || it->second.shape[0] != rows || it->second.shape[1] != cols)
+      fail(where, ": tensor ", name, " has the wrong shape (expected ", rows, " x ", cols, ")");
+    used.insert(name);
+    return &it->second;
+  };
+  auto vec = [&](const std::string& name, int64_t n) {
+    auto it = ts.find(name);
+    if (it == ts.end()) fail(where, ": tensor ", name, " is missing");
+    used.insert(name);
+    return vector_f32(it->second, n, name, where);
+  };
+  const int64_t H = c.hidden, qd = int64_t{c.heads} * c.head_dim, kvd = int64_t{c.kv_heads} * c.head_dim;
+  fc_ = mat("fc.weight", H, H * static_cast<int64_t>(c.target_layer_ids.size()));
+  hidden_norm_ = vec("hidden_norm.weight", H);
+  norm_ = vec("norm.weight", H);
+  for (int l = 0; l < c.layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    Layer L;
+    L.q = mat(p + "self_attn.q_proj.weight", qd, H);
+    L.k = mat(p + "self_attn.k_proj.weight", kvd, H);
+    L.v = mat(p + "self_attn.v_proj.weight", kvd, H);
+    L.o = mat(p + "self_attn.o_proj.weight", H, qd);
+    L.gate = mat(p + "mlp.gate_proj.weight", c.ffn, H);
+    L.up = mat(p + "mlp.up_proj.weight", c.ffn, H);
+    L.down = mat(p + "mlp.down_proj.weight", H, c.ffn);
+    L.in_norm = vec(p + "input_layernorm.weight", H);
+    L.post_norm = vec(p + "post_attention_layernorm.weight", H);
+    L.q_norm = vec(p + "self_attn.q_norm.weight", c.head_dim);
+    L.k_norm = vec(p + "self_attn.k_norm.weight", c.head_dim);
+    layers_.push_back(std::move(L));
+  }
+  // A tensor this reader does not know (DFlash2's conv or candidate
+  // selector, a different layer count) would be silently ignored: refuse.
+  for (const auto& [name, t] : ts)
+    if (!used.count(name))
+      fail(where, ": tensor ", name, " is not part of a DFlash draft Pocket runs (DFlash2 drafts are not supported yet)");
+}
+
+DFlashDrafter::DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, Session& session)
+    : draft_(std::move(draft)), session_(session) {
+  const DFlashConfig& c = draft_->config();
+  const ModelFile& f = session.model().file();
+  const ModelConfig& t = session.model().config();
+  if (c.hidden != t.dim) fail("DFlash draft hidden size ", c.hidden, " but the target's is ", t.dim);
+  embedding_ = &f.get("token_embd.weight");
+  output_ = t.tied_embeddings ? embedding_ : &f.get("output.weight");
+  session.enable_hidden_taps(c.target_layer_ids);
+  // The format's hidden state after the target's last layer is the one after
+  // its final norm (Hugging Face's last hidden_states entry).
+  const TensorView& fn = f.get("output_norm.weight");
+  final_norm_ = vector_f32(fn, t.dim, "output_norm.weight", "DFlash target");
+  ctx_k_.resize(static_cast<size_t>(c.layers));
+  ctx_v_.resize(static_cast<size_t>(c.layers));
+  inv_freq_.resize(static_cast<size_t>(c.head_dim / 2));
+  for (int i = 0; i < c.head_dim / 2; ++i)
+    inv_freq_[static_cast<size_t>(i)] =
+        static_cast<float>(std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.head_dim));
+}
+
+// Context keys/values for positions [ctx_len_, upto): ctx = hidden_norm(fc(taps)),
+// then each layer's k_norm(k_proj(ctx)) with RoPE and v_proj(ctx).
+void DFlashDrafter::extend_context(std::span<const int32_t> history, int upto) {
+  const DFlashConfig& c = draft_->config();
+  // Positions whose tokens changed (a new prompt) are recomputed.
+  int keep = 0;
+  while (keep < ctx_len_ && keep < upto && ctx_tokens_[static_cast<size_t>(keep)] == history[static_cast<size_t>(keep)]) ++keep;
+  ctx_len_ = keep;
+  ctx_tokens_.resize(static_cast<size_t>(keep));
+  const int n = upto - ctx_len_;
+  if (n <= 0) return;
+  const ModelConfig& target = session_.model().config();
+  const int H = c.hidden, kvd = c.kv_heads * c.head_dim, taps = static_cast<int>(c.target_layer_ids.size());
+  std::vector<float> fused(static_cast<size_t>(n) * taps * H), ctx(static_cast<size_t>(n) * H);
+  for (int i = 0; i < n; ++i) {
+    const float* t = session_.hidden_taps(ctx_len_ + i);
+    float* row = &fused[static_cast<size_t>(i) * taps * H];
+    std::copy(t, t + taps * H, row);
+    for (int j = 0; j < taps; ++j)
+      if (c.target_layer_ids[static_cast<size_t>(j)] == target.n_layers - 1)
+        kernels::rmsnorm(row + j * H, row + j * H, final_norm_.data(), H, target.norm_eps);
+  }
+  kernels::matmul(draft_->fc(), fused.data(), n, ctx.data(), &session_.pool());
+  for (int i = 0; i < n; ++i)
+    kernels::rmsnorm(&ctx[static_cast<size_t>(i) * H], &ctx[static_cast<size_t>(i) * H], draft_->hidden_norm().data(), H, c.eps);
+  std::vector<float> k(static_cast<size_t>(n) * kvd), v(k.size());
+  for (int l = 0; l < c.layers; ++l) {
+    const auto& L = draft_->layer(l);
+    kernels::matmul(*L.k, ctx.data(), n, k.data(), &session_.pool());
+    kernels::matmul(*L.v, ctx.data(), n, v.data(), &session_.pool());
+    for (int i = 0; i < n; ++i) {
+      float* ki = &k[static_cast<size_t>(i) * kvd];
+      for (int h = 0; h < c.kv_heads; ++h) kernels::rmsnorm(ki + h * c.head_dim, ki + h * c.head_dim, L.k_norm.data(), c.head_dim, c.eps);
+      kernels::rope(ki, c.kv_heads, c.head_dim, ctx_len_ + i, RopeStyle::Halves, inv_freq_.data());
+    }
+    auto& K = ctx_k_[static_cast<size_t>(l)];
+    auto& V = ctx_v_[static_cast<size_t>(l)];
+    K.resize(static_cast<size_t>(ctx_len_) * kvd);
+    V.resize(K.size());
+    K.insert(K.end(), k.begin(), k.end());
+    V.insert(V.end(), v.begin(), v.end());
+  }
+  ctx_tokens_.insert(ctx_tokens_.end(), history.begin() + ctx_len_, history.begin() + upto);
+  ctx_len_ = upto;
+}
+
+const std::vector<float>& DFlashDrafter::block_logits(std::span<const int32_t> history, int rows) {
+  const DFlashConfig& c = draft_->config();
+  if (rows < 0 || rows > c.block_size - 1) rows = c.block_size - 1;
+  if (history.empty()) fail("DFlash draft: empty history");
+  const int a = static_cast<int>(history.size()) - 1;  // the anchor's position
+  if (static_cast<int>(session_.cached_tokens().size()) < a ||
+      !std::equal(history.begin(), history.begin() + a, session_.cached_tokens().begin()))
+    fail("DFlash draft: the target's cache does not hold the history before the anchor");
+  extend_context(history, a);
+  const int B = c.block_size, H = c.hidden, hd = c.head_dim, qd = c.heads * hd, kvd = c.kv_heads * hd;
+  const int group = c.heads / c.kv_heads;
+  ThreadPool& pool = session_.pool();
+  h_.resize(static_cast<size_t>(B) * H);
+  x_.resize(h_.size());
+  q_.resize(static_cast<size_t>(B) * qd);
+  k_.resize(static_cast<size_t>(B) * kvd);
+  v_.resize(k_.size());
+  attn_.resize(q_.size());
+  gate_.resize(static_cast<size_t>(B) * c.ffn);
+  up_.resize(gate_.size());
+  for (int i = 0; i < B; ++i) kernels::dequant_row(*embedding_, i == 0 ? history[static_cast<size_t>(a)] : c.mask_token_id, &h_[static_cast<size_t>(i) * H]);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  for (int l = 0; l < c.layers; ++l) {
+    const auto& L = draft_->layer(l);
+    for (int i = 0; i < B; ++i) kernels::rmsnorm(&x_[static_cast<size_t>(i) * H], &h_[static_cast<size_t>(i) * H], L.in_norm.data(), H, c.eps);
+    kernels::matmul(*L.q, x_.data(), B, q_.data(), &pool);
+    kernels::matmul(*L.k, x_.data(), B, k_.data(), &pool);
+    kernels::matmul(*L.v, x_.data(), B, v_.data(), &pool);
+    for (int i = 0; i < B; ++i) {
+      float* qi = &q_[static_cast<size_t>(i) * qd];
+      float* ki = &k_[static_cast<size_t>(i) * kvd];
+      for (int h = 0; h < c.heads; ++h) kernels::rmsnorm(qi + h * hd, qi + h * hd, L.q_norm.data(), hd, c.eps);
+      for (int h = 0; h < c.kv_heads; ++h) kernels::rmsnorm(ki + h * hd, ki + h * hd, L.k_norm.data(), hd, c.eps);
+      kernels::rope(qi, c.heads, hd, a + i, RopeStyle::Halves, inv_freq_.data());
+      kernels::rope(ki, c.kv_heads, hd, a + i, RopeStyle::Halves, inv_freq_.data());
+    }
+    // Every block query sees the context [0, a) and the whole block.
+    const auto& K = ctx_k_[static_cast<size_t>(l)];
+    const auto& V = ctx_v_[static_cast<size_t>(l)];
+    scores_.resize(static_cast<size_t>(a + B));
+    for (int i = 0; i < B; ++i)
+      for (int h = 0; h < c.heads; ++h) {
+        const float* q = &q_[static_cast<size_t>(i) * qd + static_cast<size_t>(h) * hd];
+        const int kvh = h / group;
+        auto key = [&](int t) { return t < a ? &K[static_cast<size_t>(t) * kvd + kvh * hd] : &k_[static_cast<size_t>(t - a) * kvd + kvh * hd]; };
+        auto val = [&](int t) { return t < a ? &V[static_cast<size_t>(t) * kvd + kvh * hd] : &v_[static_cast<size_t>(t - a) * kvd + kvh * hd]; };
+        for (int t = 0; t < a + B; ++t) {
+          const float* kt = key(t);
+          float s = 0;
+          for (int d = 0; d < hd; ++d) s += q[d] * kt[d];
+          scores_[static_cast<size_t>(t)] = s * scale;
+        }
+        kernels::softmax(scores_.data(), a + B);
+        float* o = &attn_[static_cast<size_t>(i) * qd + static_cast<size_t>(h) * hd];
+        std::fill(o, o + hd, 0.0f);
+        for (int t = 0; t < a + B; ++t) {
+          const float p = scores_[static_cast<size_t>(t)], *vt = val(t);
+          for (int d = 0; d < hd; ++d) o[d] += p * vt[d];
+        }
+      }
+    kernels::matmul(*L.o, attn_.data(), B, x_.data(), &pool);
+    for (size_t j = 0; j < h_.size(); ++j) h_[j] += x_[j];
+    for (int i = 0; i < B; ++i) kernels::rmsnorm(&x_[static_cast<size_t>(i) * H], &h_[static_cast<size_t>(i) * H], L.post_norm.data(), H, c.eps);
+    kernels::matmul(*L.gate, x_.data(), B, gate_.data(), &pool);
+    kernels::matmul(*L.up, x_.data(), B, up_.data(), &pool);
+    for (int i = 0; i < B; ++i) kernels::swiglu(&gate_[static_cast<size_t>(i) * c.ffn], &up_[static_cast<size_t>(i) * c.ffn], c.ffn);
+    kernels::matmul(*L.down, gate_.data(), B, x_.data(), &pool);
+    for (size_t j = 0; j < h_.size(); ++j) h_[j] += x_[j];
+  }
+  // Rows 1..rows through the final norm and the target's head.
+  for (int i = 1; i <= rows; ++i)
+    kernels::rmsnorm(&x_[static_cast<size_t>(i - 1) * H], &h_[static_cast<size_t>(i) * H], draft_->norm().data(), H, c.eps);
+  const int V = session_.model().config().vocab_size;
+  logits_.resize(static_cast<size_t>(rows) * V);
+  if (rows > 0) kernels::matmul(*output_, x_.data(), rows, logits_.data(), &pool);
+  return logits_;
+}
+
+void DFlashDrafter::draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) {
+  out.clear();
+  if (max <= 0 || history.empty()) return;
+  const int n = std::min(max, draft_->config().block_size - 1);
+  const auto& logits = block_logits(history, n);  // only the rows that are drafted go through the head
+  const size_t V = static_cast<size_t>(session_.model().config().vocab_size);
+  for (int i = 0; i < n; ++i) out.push_back(argmax(std::span<const float>(logits).subspan(static_cast<size_t>(i) * V, V)));
+}
+
+}  // namespace pocket

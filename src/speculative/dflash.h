@@ -1,0 +1,80 @@
+// DFlash block drafts (z-lab's published format: a folder with config.json
+// and model.safetensors). A few Qwen3 decoder layers draft a whole block in
+// one pass: the block is [last accepted token, mask x (B-1)] embedded with
+// the target's embedding; its queries attend, without a causal mask, to the
+// block itself and to context keys/values made from the target's own
+// hidden states (the outputs of `target_layer_ids`, concatenated, projected
+// by fc and normed by hidden_norm), which the target taps during its
+// forward passes at no extra cost (Session::enable_hidden_taps). Logits come
+// from the target's output head. Not covered: DFlash2's causal conv and
+// candidate selector, GGUF dflash.* files.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "formats/safetensors.h"
+#include "generate/session.h"
+#include "speculative/drafter.h"
+
+namespace pocket {
+
+struct DFlashConfig {
+  int hidden = 0, ffn = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  float eps = 1e-6f, rope_theta = 10000.0f;
+  int block_size = 0, mask_token_id = -1, target_layers = 0;
+  std::vector<int> target_layer_ids;
+};
+
+class DFlashDraft {
+ public:
+  // Reads DIR/config.json and DIR/model.safetensors; checks every shape
+  // (and that the draft fits `target`: hidden size, layer ids, mask token).
+  DFlashDraft(const std::string& dir, const ModelConfig& target);
+  const DFlashConfig& config() const { return cfg_; }
+
+  struct Layer {
+    const TensorView *q, *k, *v, *o, *gate, *up, *down;
+    std::vector<float> in_norm, post_norm, q_norm, k_norm;
+  };
+  const TensorView& fc() const { return *fc_; }
+  const std::vector<float>& hidden_norm() const { return hidden_norm_; }
+  const std::vector<float>& norm() const { return norm_; }
+  const Layer& layer(int i) const { return layers_[static_cast<size_t>(i)]; }
+
+ private:
+  DFlashConfig cfg_;
+  SafetensorsFile file_;
+  const TensorView* fc_;
+  std::vector<float> hidden_norm_, norm_;
+  std::vector<Layer> layers_;
+};
+
+// The drafter: keeps the draft's context keys/values for the positions the
+// target has accepted (rolled back with it) and drafts block_size - 1 tokens
+// per call. Enables the hidden-state taps on `session` (which starts over).
+class DFlashDrafter : public Drafter {
+ public:
+  DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, Session& session);
+  const char* name() const override { return "dflash"; }
+  void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) override;
+  // The draft's logits for block positions 1..rows (all B-1 when rows < 0)
+  // after `history` (whose last token is the anchor, not yet run by the
+  // target): rows x vocab.
+  const std::vector<float>& block_logits(std::span<const int32_t> history, int rows = -1);
+
+ private:
+  void extend_context(std::span<const int32_t> history, int upto);
+
+  std::shared_ptr<const DFlashDraft> draft_;
+  Session& session_;
+  const TensorView* embedding_;
+  const TensorView* output_;
+  int ctx_len_ = 0;
+  std::vector<int32_t> ctx_tokens_;
+  std::vector<std::vector<float>> ctx_k_, ctx_v_;  // per layer: [position][kv_heads * head_dim]
+  std::vector<float> final_norm_;  // the target's, for a tap after its last layer
+  std::vector<float> inv_freq_, h_, x_, q_, k_, v_, attn_, gate_, up_, logits_, scores_;
+};
+
+}  // namespace pocket

@@ -1,0 +1,52 @@
+// Speculative decoding (this folder): drafters propose tokens, the target
+// model verifies a whole block in one batched forward (Session::verify),
+// the longest prefix the target agrees with is kept and the KV cache rolled
+// back past the rest (Session::rollback). Greedy acceptance is lossless
+// because the forward pass is batch-invariant (tests/model/test_batch_invariance.cpp).
+//
+// This header: the drafter interface and the drafters that need no model.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace pocket {
+
+class Drafter {
+ public:
+  virtual ~Drafter() = default;
+  virtual const char* name() const = 0;
+  // Proposes up to `max` tokens to follow `history` (prompt and generated
+  // tokens so far) into `out` (cleared first); none is a valid answer.
+  virtual void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) = 0;
+};
+
+// Prompt lookup: the longest suffix of the history (ngram_max tokens down
+// to ngram_min) that occurred before, most recent occurrence first, and
+// the tokens that followed it there. Costs microseconds; pays on rewriting,
+// quoting, code edits and chat about a document.
+class LookupDrafter : public Drafter {
+ public:
+  explicit LookupDrafter(int ngram_min = 2, int ngram_max = 4);
+  const char* name() const override { return "lookup"; }
+  void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) override;
+
+ private:
+  int ngram_min_, ngram_max_;
+};
+
+// The oracle: replays a known continuation (the target's own greedy output),
+// so every drafted token is accepted; gives the ceiling speed-up of a block
+// size. Proposes nothing once the history leaves the sequence.
+class ReplayDrafter : public Drafter {
+ public:
+  explicit ReplayDrafter(std::vector<int32_t> sequence) : seq_(std::move(sequence)) {}
+  const char* name() const override { return "oracle"; }
+  void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) override;
+
+ private:
+  std::vector<int32_t> seq_;
+};
+
+}  // namespace pocket

@@ -1,0 +1,30 @@
+// Draft-model speculation: a smaller model with the same vocabulary drafts
+// greedily with its own KV cache, kept in step with the target's history
+// (its session reuses the longest common prefix, so rejected drafts are
+// rolled back without a copy). Drafting stops early when the draft's
+// confidence in its next token drops below a threshold.
+#pragma once
+#include <memory>
+
+#include "generate/session.h"
+#include "speculative/drafter.h"
+
+namespace pocket {
+
+class ModelDrafter : public Drafter {
+ public:
+  // Throws unless `draft` and `target_tokenizer` have the same vocabulary.
+  // `min_confidence`: stop after a drafted token whose probability under
+  // the draft is below it (the first token is always drafted).
+  ModelDrafter(std::shared_ptr<const Model> draft, std::shared_ptr<const Tokenizer> draft_tokenizer,
+               const Tokenizer& target_tokenizer, int n_ctx, int n_threads, float min_confidence = 0.3f);
+  const char* name() const override { return "model"; }
+  void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) override;
+
+ private:
+  Session session_;
+  float min_confidence_;
+  std::vector<int32_t> seq_;
+};
+
+}  // namespace pocket

@@ -1,0 +1,75 @@
+#include "speculative/planner.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "util/error.h"
+
+namespace pocket {
+
+namespace {
+// Before a size is measured, its cost relative to a measured one follows
+// this prior (about 2x a decode step at 8 tokens, the order measured on the
+// PQ4 kernels); measured times replace it as they arrive.
+double prior(int n) { return 1.0 + 0.14 * (n - 1); }
+constexpr double kTimeDecay = 0.8;   // weight of the old value in the time EMA
+constexpr double kCountDecay = 0.9;  // per observation, for the acceptance counts
+}  // namespace
+
+BlockPlanner::BlockPlanner(int draft_max, bool adaptive)
+    : draft_max_(draft_max), adaptive_(adaptive), time_(static_cast<size_t>(draft_max) + 2, 0.0) {
+  if (draft_max < 1 || draft_max > 32) fail_as(ErrorCode::InvalidArgument, "draft length ", draft_max, " must be in 1..32");
+}
+
+void BlockPlanner::record_time(int tokens, double seconds) {
+  if (tokens < 1 || tokens >= static_cast<int>(time_.size()) || !(seconds > 0)) return;
+  double& t = time_[static_cast<size_t>(tokens)];
+  t = t == 0 ? seconds : kTimeDecay * t + (1 - kTimeDecay) * seconds;
+}
+
+void BlockPlanner::record_draft_time(double seconds) {
+  if (seconds >= 0) draft_time_ = draft_time_ == 0 ? seconds : kTimeDecay * draft_time_ + (1 - kTimeDecay) * seconds;
+}
+
+void BlockPlanner::record_acceptance(int drafted, int accepted) {
+  for (int i = 0; i < drafted && i <= accepted; ++i) {
+    hits_ *= kCountDecay;
+    misses_ *= kCountDecay;
+    (i < accepted ? hits_ : misses_) += 1.0;
+  }
+}
+
+double BlockPlanner::cost(int n) const {
+  if (time_[static_cast<size_t>(n)] > 0) return time_[static_cast<size_t>(n)];
+  // Scale from the nearest measured size by the prior.
+  for (int d = 1; d < static_cast<int>(time_.size()); ++d)
+    for (int m : {n - d, n + d})
+      if (m >= 1 && m < static_cast<int>(time_.size()) && time_[static_cast<size_t>(m)] > 0)
+        return time_[static_cast<size_t>(m)] * prior(n) / prior(m);
+  return prior(n);
+}
+
+int BlockPlanner::steps_to_skip(double share) const {
+  const double steps = draft_time_ / (share * cost(1));
+  return steps >= 512 ? 512 : static_cast<int>(steps);
+}
+
+int BlockPlanner::choose(int available) const {
+  const int most = std::min(available, draft_max_);
+  if (most <= 0) return 0;
+  if (!adaptive_) return most;
+  // Expected tokens from a block of k drafts: the bonus token plus
+  // a + a^2 + ... + a^k (each draft accepted only after all before it).
+  const double a = acceptance_rate();
+  int best = 0;
+  double best_rate = 1.0 / cost(1), expected = 1.0, ak = 1.0;
+  for (int k = 1; k <= most; ++k) {
+    ak *= a;
+    expected += ak;
+    const double rate = expected / (draft_time_ + cost(k + 1));
+    if (rate > best_rate) best = k, best_rate = rate;
+  }
+  return best;
+}
+
+}  // namespace pocket

@@ -1,0 +1,45 @@
+// How many drafted tokens to verify next: the block length that maximises
+// the expected tokens per second, from the measured time of each verify
+// size and the measured acceptance rate. Zero (a plain decode step) when no
+// block is expected to beat one-token decoding, so speculation falls back
+// to plain decoding by itself when the drafts are poor or drafting itself
+// costs more than it saves.
+#pragma once
+#include <vector>
+
+namespace pocket {
+
+class BlockPlanner {
+ public:
+  // `draft_max`: the largest block to draft (1..32); `adaptive` false
+  // always verifies every available draft token up to draft_max.
+  BlockPlanner(int draft_max, bool adaptive);
+
+  // Draft length to verify when `available` tokens are drafted.
+  int choose(int available) const;
+  // A forward of `tokens` rows took `seconds`; drafting took `seconds`.
+  void record_time(int tokens, double seconds);
+  void record_draft_time(double seconds);
+  // Of `drafted` positions checked, the first `accepted` matched (accepted
+  // < drafted means a mismatch was seen at position accepted + 1).
+  void record_acceptance(int drafted, int accepted);
+
+  double acceptance_rate() const { return (hits_ + 1.0) / (hits_ + misses_ + 2.0); }
+  // Estimated seconds of a forward over n tokens (n >= 1).
+  double cost(int n) const;
+  int draft_max() const { return draft_max_; }
+  // Plain steps to take without drafting after the planner chose a plain
+  // step, so that failed drafting costs at most about `share` of the decode
+  // time: the measured draft time over share x one decode step (0 when
+  // drafting is free, at most 512).
+  int steps_to_skip(double share = 0.05) const;
+
+ private:
+  int draft_max_;
+  bool adaptive_;
+  double hits_ = 2.0, misses_ = 1.0;  // decayed counts of per-position outcomes
+  std::vector<double> time_;          // EMA of seconds per forward size (0 = not measured)
+  double draft_time_ = 0;             // EMA of seconds per draft
+};
+
+}  // namespace pocket

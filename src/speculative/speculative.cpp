@@ -1,0 +1,178 @@
+#include "speculative/speculative.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "generate/text_stream.h"
+#include "speculative/planner.h"
+#include "util/error.h"
+
+namespace pocket {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Probability the sampler gives `id` among `cands` (their weights summed).
+double probability(std::span<const std::pair<float, int32_t>> cands, int32_t id) {
+  double total = 0, w = 0;
+  for (const auto& c : cands) {
+    total += c.first;
+    if (c.second == id) w = c.first;
+  }
+  return total > 0 ? w / total : 0.0;
+}
+
+}  // namespace
+
+GenerateResult generate_speculative(Session& session, Drafter& drafter, std::span<const int32_t> input,
+                                    const GenerateOptions& opt, const SpeculativeOptions& spec,
+                                    const std::function<bool(std::string_view)>& on_text, SpeculativeStats* stats) {
+  if (opt.max_tokens < 0) fail_as(ErrorCode::InvalidArgument, "max tokens ", opt.max_tokens, " must be >= 0");
+  BlockPlanner planner(spec.draft_max, spec.adaptive);
+  const bool greedy = opt.sampling.temperature == 0.0f;
+  Sampler sampler(opt.sampling);
+  const Tokenizer& tok = session.tokenizer();
+  const int V = session.model().config().vocab_size;
+  SpeculativeStats st;
+  GenerateResult r;
+  r.prompt_tokens = static_cast<int>(input.size());
+  {
+    const auto& cached = session.cached_tokens();
+    const size_t n = std::min(cached.size(), input.size());
+    const size_t common = static_cast<size_t>(std::mismatch(cached.begin(), cached.begin() + n, input.begin()).first - cached.begin());
+    r.reused_tokens = static_cast<int>(std::min(common, input.empty() ? 0 : input.size() - 1));
+  }
+  auto t0 = Clock::now();
+  std::span<float> logits = session.prefill(input, opt.cancelled, opt.prefill_progress);
+  r.prefill_seconds = seconds_since(t0);
+  if (logits.empty()) {
+    r.stop = GenerateResult::Stop::Cancelled;
+    return r;
+  }
+
+  TextStream stream(tok, opt.stop_strings);
+  std::vector<int32_t> history(input.begin(), input.end());
+  // Takes one generated token as Session::generate does; false ends
+  // generation (r.stop says why).
+  auto take = [&](int32_t t) {
+    if (opt.stop_at_eos && tok.is_eos(t)) {
+      r.stop = GenerateResult::Stop::Eos;
+      r.eos_token = t;
+      return false;
+    }
+    r.tokens.push_back(t);
+    history.push_back(t);
+    const std::string piece = stream.push(t);
+    if (!piece.empty()) {
+      r.text += piece;
+      if (on_text && !on_text(piece)) {
+        r.stop = GenerateResult::Stop::Callback;
+        return false;
+      }
+    }
+    if (stream.stopped()) {
+      r.stop = GenerateResult::Stop::StopString;
+      return false;
+    }
+    if (static_cast<int>(r.tokens.size()) == opt.max_tokens) {
+      r.stop = GenerateResult::Stop::MaxTokens;
+      return false;
+    }
+    return true;
+  };
+
+  t0 = Clock::now();
+  std::vector<int32_t> draft, block;
+  constexpr int kMaxBackoff = 32;
+  int backoff = 0, skip = 0;
+  int32_t next = opt.max_tokens > 0 ? sampler.sample(logits, history) : -1;
+  while (next >= 0 && take(next)) {
+    const int cached = static_cast<int>(session.cached_tokens().size());
+    if (cached >= session.context_size()) {
+      r.stop = GenerateResult::Stop::ContextFull;
+      break;
+    }
+    if (opt.cancelled && opt.cancelled()) {
+      r.stop = GenerateResult::Stop::Cancelled;
+      break;
+    }
+    // Draft, then choose how much of it to verify: it must leave room for
+    // the bonus token within max_tokens and fit the context.
+    const int room = std::min(opt.max_tokens - static_cast<int>(r.tokens.size()) - 1, session.context_size() - cached - 1);
+    // While the planner keeps choosing plain steps, drafting is skipped for
+    // a growing number of steps (then tried again), and for at least as many
+    // steps as keep a costly drafter's failed drafts near 5% of the decode
+    // time, so poor drafts cost next to nothing.
+    draft.clear();
+    if (skip > 0) {
+      --skip;
+    } else {
+      auto td = Clock::now();
+      drafter.draft(history, std::min(room, planner.draft_max()), draft);
+      const double dt = seconds_since(td);
+      st.draft_seconds += dt;
+      planner.record_draft_time(dt);
+    }
+    const int k = planner.choose(std::min(static_cast<int>(draft.size()), room));
+    if (!draft.empty()) {
+      backoff = k > 0 ? 0 : std::min(2 * backoff + 1, kMaxBackoff);
+      skip = k > 0 ? 0 : std::max(backoff, planner.steps_to_skip());
+    }
+    block.assign(1, next);
+    block.insert(block.end(), draft.begin(), draft.begin() + k);
+
+    auto tv = Clock::now();
+    std::span<float> rows = session.verify(block);
+    const double dt = seconds_since(tv);
+    st.verify_seconds += dt;
+    planner.record_time(k + 1, dt);
+    ++st.steps;
+    const size_t base = static_cast<size_t>(cached);  // the cache before `next`
+
+    // Accept drafts while the target agrees (greedy) or by the rejection
+    // rule (sampling: accept d with probability p(d), else draw from p
+    // without d), taking each accepted token as it is decided.
+    int accepted = 0;
+    bool stopped = false;
+    next = -1;
+    for (int i = 0; i <= k && !stopped; ++i) {
+      auto cands = sampler.candidates(rows.subspan(static_cast<size_t>(i) * V, V), history);
+      if (i == k) {
+        next = greedy ? cands[0].second : sampler.draw(cands);
+        break;
+      }
+      const int32_t d = draft[static_cast<size_t>(i)];
+      const bool ok = greedy ? cands[0].second == d : sampler.chance(probability(cands, d));
+      if (!ok) {
+        next = greedy ? cands[0].second : sampler.draw(cands, d);
+        break;
+      }
+      ++accepted;
+      stopped = !take(d);
+    }
+    if (k > 0) {
+      ++st.verify_steps;
+      st.drafted += k;
+      st.accepted += accepted;
+      planner.record_acceptance(k, accepted);
+    } else if (!draft.empty()) {  // not verified: learn from the real token for free
+      planner.record_acceptance(1, next == draft[0] ? 1 : 0);
+    }
+    // Keep the rows of `next` and the accepted drafts; when a draft token
+    // ended generation, keep what plain decoding would have run (not it).
+    session.rollback(base + 1 + static_cast<size_t>(accepted) - (stopped ? 1 : 0));
+    if (stopped) break;
+  }
+  const std::string tail = stream.finish();
+  if (!tail.empty()) {
+    r.text += tail;
+    if (on_text) on_text(tail);
+  }
+  r.decode_seconds = seconds_since(t0);
+  if (stats) *stats = st;
+  return r;
+}
+
+}  // namespace pocket

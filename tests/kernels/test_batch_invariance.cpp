@@ -1,0 +1,90 @@
+// Batch invariance of the kernels, on every level this CPU runs: a row's
+// matmul output and a query's attention output must not depend on which
+// other rows or queries share the call (decode = 1, speculative verify and
+// prefill = many). The whole-model version is tests/model/test_batch_invariance.cpp.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "common/test_util.h"
+#include "kernels/table.h"
+#include "kernels/weight_builders.h"
+#include "util/half.h"
+
+namespace pocket::kernels {
+namespace {
+
+using test::Rng;
+
+std::vector<float> random_values(size_t n, uint64_t seed, float range) {
+  Rng rng(seed);
+  std::vector<float> x(n);
+  for (auto& v : x) v = rng.uniform(-range, range);
+  return x;
+}
+
+TEST(BatchInvariance, MatmulRowsDoNotDependOnTheBatch) {
+  const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::PQ4, DType::PQ8};
+  const int64_t rows = 48, cols = 256;
+  const int n = 33;
+  for (Isa isa : supported_isas())
+    for (DType type : types) {
+      SCOPED_TRACE(testing::Message() << isa_name(isa) << " " << dtype_name(type));
+      auto w = test::build_weight(type, rows, cols, 64, 17);
+      auto x = random_values(static_cast<size_t>(n * cols), 5, 2.0f);
+      std::vector<float> all(static_cast<size_t>(n * rows)), one(rows);
+      matmul_with(kernel_table(isa), w.view, x.data(), n, all.data(), nullptr);
+      for (int t = 0; t < n; ++t) {
+        matmul_with(kernel_table(isa), w.view, x.data() + t * cols, 1, one.data(), nullptr);
+        if (std::memcmp(one.data(), all.data() + t * rows, rows * sizeof(float)) != 0) {
+          int d = 0;
+          while (one[d] == all[t * rows + d]) ++d;
+          ADD_FAILURE() << "row " << t << " differs at " << d << ": " << one[d] << " vs " << all[t * rows + d];
+          break;
+        }
+      }
+    }
+}
+
+TEST(BatchInvariance, AttentionQueryDoesNotDependOnItsCompanions) {
+  // Several head sizes and context lengths across the 64-position blocks;
+  // the companions of query j are queries of the same and later tokens
+  // (longer contexts), as in a verify block.
+  for (Isa isa : supported_isas())
+    for (int hd : {64, 128, 24})
+      for (int base : {1, 7, 63, 64, 130}) {
+        SCOPED_TRACE(testing::Message() << isa_name(isa) << " head_dim " << hd << " context " << base);
+        const int n_q = 16, max_ctx = base + n_q;
+        std::vector<uint16_t> k(static_cast<size_t>(max_ctx) * hd), v(k.size());
+        Rng rng(hd + base);
+        for (auto& e : k) e = f32_to_f16(rng.uniform(-2.0f, 2.0f));
+        for (auto& e : v) e = f32_to_f16(rng.uniform(-1.0f, 1.0f));
+        auto q = random_values(static_cast<size_t>(n_q) * hd, 9, 2.0f);
+        std::vector<float> out_all(q.size()), out_one(hd), scratch(static_cast<size_t>(n_q) * max_ctx);
+        AttentionQueries all;
+        all.n = n_q;
+        for (int j = 0; j < n_q; ++j) {
+          all.q[j] = q.data() + j * hd;
+          all.out[j] = out_all.data() + j * hd;
+          all.n_ctx[j] = base + j / 2;  // two query heads per token
+        }
+        kernel_table(isa).attention_heads(all, k.data(), v.data(), hd, 0.1f, scratch.data());
+        for (int j = 0; j < n_q; ++j) {
+          AttentionQueries one;
+          one.n = 1;
+          one.q[0] = all.q[j];
+          one.out[0] = out_one.data();
+          one.n_ctx[0] = all.n_ctx[j];
+          kernel_table(isa).attention_heads(one, k.data(), v.data(), hd, 0.1f, scratch.data());
+          if (std::memcmp(out_one.data(), all.out[j], hd * sizeof(float)) != 0) {
+            int d = 0;
+            while (out_one[d] == all.out[j][d]) ++d;
+            ADD_FAILURE() << "query " << j << " differs at " << d << ": " << out_one[d] << " vs " << all.out[j][d];
+            break;
+          }
+        }
+      }
+}
+
+}  // namespace
+}  // namespace pocket::kernels

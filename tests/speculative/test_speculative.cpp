@@ -1,0 +1,343 @@
+// Speculative decoding against plain decoding: greedy output token for
+// token (and the same text, stop reason and streamed pieces) over many
+// prompts on stories260K, a synthetic Qwen3-shaped model and pocket-mini,
+// with drafters that are always right (oracle), partly right (a corrupted
+// oracle: rejections at every position of a block) and prompt lookup;
+// and sampling's rejection rule against the exact distribution.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "common/test_util.h"
+#include "convert/create_model.h"
+#include "runtime/loader.h"
+#include "speculative/drafter.h"
+#include "speculative/planner.h"
+#include "speculative/speculative.h"
+#include "util/error.h"
+
+namespace pocket {
+namespace {
+
+const LoadedModel& stories() {
+  static LoadedModel m = load_model(test::stories_model());
+  return m;
+}
+
+const LoadedModel& synthetic_qwen3() {
+  static test::TempDir dir;
+  static LoadedModel m = [] {
+    convert::CreateOptions co;
+    co.preset = "tiny-qwen3";
+    co.weights = DType::PQ4;
+    co.group = 32;
+    convert::create_model(co, dir.file("tiny-qwen3.pq4"));
+    return load_model(dir.file("tiny-qwen3.pq4"));
+  }();
+  return m;
+}
+
+std::string mini_path() { return test::test_data_dir() + "/../../models/pocket-mini.pq4"; }
+
+// The oracle's sequence with every `period`-th generated token replaced, so
+// drafts are rejected at varying positions inside a block.
+class CorruptedReplay : public Drafter {
+ public:
+  CorruptedReplay(std::vector<int32_t> seq, size_t prompt, int period, int vocab) : seq_(std::move(seq)) {
+    for (size_t i = prompt; i < seq_.size(); ++i)
+      if ((i - prompt) % static_cast<size_t>(period) == static_cast<size_t>(period) - 1)
+        seq_[i] = (seq_[i] + 1) % vocab;
+  }
+  const char* name() const override { return "corrupted"; }
+  void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) override {
+    // Proposes the (corrupted) continuation at this length, whatever the history.
+    out.clear();
+    for (size_t i = history.size(); i < seq_.size() && static_cast<int>(out.size()) < max; ++i) out.push_back(seq_[i]);
+  }
+
+ private:
+  std::vector<int32_t> seq_;
+};
+
+GenerateOptions greedy(int n) {
+  GenerateOptions o;
+  o.max_tokens = n;
+  o.sampling.temperature = 0;
+  return o;
+}
+
+struct Outcome {
+  GenerateResult r;
+  std::vector<std::string> pieces;
+};
+
+Outcome plain(Session& s, const std::vector<int32_t>& in, const GenerateOptions& o) {
+  Outcome out;
+  s.reset();
+  out.r = s.generate(in, o, [&](std::string_view p) {
+    out.pieces.emplace_back(p);
+    return true;
+  });
+  return out;
+}
+
+Outcome speculative(Session& s, Drafter& d, const std::vector<int32_t>& in, const GenerateOptions& o,
+                    SpeculativeOptions so, SpeculativeStats* st = nullptr) {
+  Outcome out;
+  s.reset();
+  out.r = generate_speculative(s, d, in, o, so, [&](std::string_view p) {
+    out.pieces.emplace_back(p);
+    return true;
+  }, st);
+  return out;
+}
+
+void expect_same(const Outcome& a, const Outcome& b, const std::string& what) {
+  EXPECT_EQ(a.r.tokens, b.r.tokens) << what;
+  EXPECT_EQ(a.r.text, b.r.text) << what;
+  EXPECT_EQ(a.r.stop, b.r.stop) << what;
+  EXPECT_EQ(a.r.eos_token, b.r.eos_token) << what;
+  EXPECT_EQ(a.pieces, b.pieces) << what;
+}
+
+// Prompts: token sequences drawn from the model's vocabulary plus a few
+// texts (real text makes lookup drafts likely to hit).
+std::vector<std::vector<int32_t>> prompts(const LoadedModel& m, int count) {
+  std::vector<std::vector<int32_t>> out;
+  EncodeOptions eo;
+  eo.add_bos = m.tokenizer->vocab().add_bos;
+  for (const char* t : {"Once upon a time", "The cat sat on the mat. The cat sat on the", "Tom and Lily went to the park. Tom"})
+    out.push_back(m.tokenizer->encode(t, eo));
+  const int V = std::min(m.tokenizer->vocab_size(), m.model->config().vocab_size);
+  for (int i = static_cast<int>(out.size()); i < count; ++i) out.push_back(test::some_tokens(3 + i % 9, V, 100 + i));
+  return out;
+}
+
+// Under qemu (test.sh's no-avx512 and aarch64 stages, which run this per
+// kernel level) fewer prompts and block sizes: the kernels are what differs.
+void check_model_greedy(const LoadedModel& m, int n_prompts, int n_tokens) {
+  const bool emulated = test::emulated();
+  Session s(m.model, m.tokenizer, 256, emulated ? 1 : 2);  // threads spin badly under qemu
+  int drafted = 0, accepted = 0;
+  const std::vector<int> blocks = emulated ? std::vector<int>{4, 32} : std::vector<int>{1, 4, 16, 32};
+  if (emulated) n_prompts = std::min(n_prompts, 4);
+  for (const auto& in : prompts(m, n_prompts)) {
+    const auto want = plain(s, in, greedy(n_tokens));
+    std::vector<int32_t> seq = in;
+    seq.insert(seq.end(), want.r.tokens.begin(), want.r.tokens.end());
+    ReplayDrafter oracle(seq);
+    CorruptedReplay corrupted(seq, in.size(), 3 + static_cast<int>(in.size()) % 4, m.model->config().vocab_size);
+    LookupDrafter lookup;
+    std::vector<Drafter*> drafters = {&oracle, &corrupted};
+    if (!emulated) drafters.push_back(&lookup);  // its logic is ISA-independent
+    for (Drafter* d : drafters)
+      for (int k : blocks) {
+        SpeculativeStats st;
+        expect_same(speculative(s, *d, in, greedy(n_tokens), {k, false}, &st), want,
+                    std::string(d->name()) + " k=" + std::to_string(k));
+        drafted += st.drafted;
+        accepted += st.accepted;
+        if (d == &oracle && want.r.stop == GenerateResult::Stop::MaxTokens) {
+          EXPECT_EQ(st.accepted, st.drafted);
+        }
+      }
+    expect_same(speculative(s, oracle, in, greedy(n_tokens), {16, true}), want, "oracle adaptive");
+  }
+  EXPECT_GT(drafted, accepted) << "some drafts were rejected";
+  EXPECT_GT(accepted, 0);
+}
+
+TEST(Speculative, GreedyMatchesPlainOnStories) { check_model_greedy(stories(), 12, 40); }
+
+TEST(Speculative, GreedyMatchesPlainOnSyntheticQwen3) { check_model_greedy(synthetic_qwen3(), 8, 24); }
+
+TEST(Speculative, GreedyMatchesPlainOnPocketMini) {
+  if (!std::filesystem::exists(mini_path())) GTEST_SKIP() << "models/pocket-mini.pq4 is not in the tree";
+  static LoadedModel m = load_model(mini_path());
+  check_model_greedy(m, test::emulated() ? 1 : 3, 16);
+}
+
+TEST(Speculative, StopStringsEosMaxTokensRepeatPenaltyAndCancellationAsPlain) {
+  POCKET_SKIP_WHEN_EMULATED("the stop logic is ISA-independent; the greedy tests run per level");
+  const LoadedModel& m = stories();
+  Session s(m.model, m.tokenizer, 256, 1);
+  EncodeOptions eo;
+  eo.add_bos = true;
+  auto in = m.tokenizer->encode("Once upon a time", eo);
+  auto base = plain(s, in, greedy(120));
+  std::vector<int32_t> seq = in;
+  seq.insert(seq.end(), base.r.tokens.begin(), base.r.tokens.end());
+  ReplayDrafter oracle(seq);
+  std::vector<GenerateOptions> cases;
+  for (int n : {0, 1, 2, 3, 17}) cases.push_back(greedy(n));
+  auto stop = greedy(120);
+  stop.stop_strings = {"Lily", "park"};
+  cases.push_back(stop);
+  auto eos = greedy(400);  // stories end with EOS well before 400 tokens
+  cases.push_back(eos);
+  auto ignore = greedy(150);
+  ignore.stop_at_eos = false;
+  cases.push_back(ignore);
+  auto penalty = greedy(60);
+  penalty.sampling.repeat_penalty = 1.3f;
+  cases.push_back(penalty);
+  for (size_t c = 0; c < cases.size(); ++c)
+    for (int k : {2, 8, 32}) {
+      expect_same(speculative(s, oracle, in, cases[c], {k, false}), plain(s, in, cases[c]),
+                  "case " + std::to_string(c) + " k=" + std::to_string(k));
+      LookupDrafter lookup(1, 3);
+      expect_same(speculative(s, lookup, in, cases[c], {k, false}), plain(s, in, cases[c]),
+                  "lookup case " + std::to_string(c) + " k=" + std::to_string(k));
+    }
+  // Cancellation: asked before each step; after the 5th question it says stop.
+  int asked = 0;
+  auto cancel = greedy(100);
+  cancel.cancelled = [&] { return ++asked > 5; };
+  auto r = speculative(s, oracle, in, cancel, {8, false});
+  EXPECT_EQ(r.r.stop, GenerateResult::Stop::Cancelled);
+  EXPECT_LT(r.r.tokens.size(), 100u);
+  // A callback that stops early, and the cache afterwards: what plain
+  // decoding leaves (every kept token but the last run).
+  auto first3 = [&](Drafter& d) {
+    s.reset();
+    int pieces = 0;
+    auto res = generate_speculative(s, d, in, greedy(50), {8, false}, [&](std::string_view) { return ++pieces < 3; });
+    return std::make_pair(res, s.cached_tokens());
+  };
+  s.reset();
+  int pieces = 0;
+  auto want = s.generate(in, greedy(50), [&](std::string_view) { return ++pieces < 3; });
+  auto want_cache = s.cached_tokens();
+  auto [got, got_cache] = first3(oracle);
+  EXPECT_EQ(got.tokens, want.tokens);
+  EXPECT_EQ(got.stop, GenerateResult::Stop::Callback);
+  EXPECT_EQ(got_cache, want_cache);
+}
+
+TEST(Speculative, ContextFullAsPlain) {
+  const LoadedModel& m = stories();
+  EncodeOptions eo;
+  eo.add_bos = true;
+  auto in = m.tokenizer->encode("Once upon a time", eo);
+  Session s(m.model, m.tokenizer, 24, 1);
+  auto want = plain(s, in, greedy(100));
+  EXPECT_EQ(want.r.stop, GenerateResult::Stop::ContextFull);
+  std::vector<int32_t> seq = in;
+  seq.insert(seq.end(), want.r.tokens.begin(), want.r.tokens.end());
+  ReplayDrafter oracle(seq);
+  for (int k : {1, 8, 32}) expect_same(speculative(s, oracle, in, greedy(100), {k, false}), want, "k=" + std::to_string(k));
+}
+
+TEST(Speculative, LookupDrafterProposesTheContinuationOfTheLongestRecentMatch) {
+  LookupDrafter d(1, 3);
+  std::vector<int32_t> out;
+  d.draft(std::vector<int32_t>{1, 2, 3, 4, 5, 9, 2, 3, 7, 8, 1, 2, 3}, 4, out);
+  EXPECT_EQ(out, (std::vector<int32_t>{4, 5, 9, 2}));  // "1 2 3" (longest) beats the more recent "2 3"
+  d.draft(std::vector<int32_t>{1, 2, 4, 5, 9, 2, 3, 7, 8, 1, 2, 3}, 4, out);
+  EXPECT_EQ(out, (std::vector<int32_t>{7, 8, 1, 2}));  // "2 3": its most recent earlier occurrence
+  d.draft(std::vector<int32_t>{5, 6, 7}, 4, out);
+  EXPECT_TRUE(out.empty());
+  d.draft(std::vector<int32_t>{5, 6, 5}, 4, out);
+  EXPECT_EQ(out, (std::vector<int32_t>{6, 5}));
+  d.draft(std::vector<int32_t>{5, 6, 5}, 0, out);
+  EXPECT_TRUE(out.empty());
+  EXPECT_THROW(LookupDrafter(0, 2), Error);
+  EXPECT_THROW(LookupDrafter(3, 2), Error);
+}
+
+TEST(Speculative, PlannerFallsBackToPlainWhenDraftsFailAndGrowsBlocksWhenTheyHit) {
+  BlockPlanner p(16, true);
+  for (int n = 1; n <= 17; ++n) p.record_time(n, 1.0 + 0.1 * (n - 1));  // a cheap verify
+  for (int i = 0; i < 40; ++i) p.record_acceptance(4, 0);
+  EXPECT_EQ(p.choose(16), 0) << "rejections make speculation a loss";
+  for (int i = 0; i < 40; ++i) p.record_acceptance(8, 8);
+  EXPECT_GE(p.choose(16), 8);
+  BlockPlanner slow(16, true);
+  for (int n = 1; n <= 17; ++n) slow.record_time(n, static_cast<double>(n));  // verify costs k decode steps
+  for (int i = 0; i < 40; ++i) slow.record_acceptance(8, 6);
+  EXPECT_EQ(slow.choose(16), 0) << "no block can beat decoding when a verify costs k steps and some drafts fail";
+  // A drafter that costs 4 decode steps: after a plain choice, drafting
+  // pauses for 4 / 5% = 80 steps; a free one (lookup) pauses for none.
+  BlockPlanner costly(16, true);
+  for (int n = 1; n <= 17; ++n) costly.record_time(n, 1.0);
+  EXPECT_EQ(costly.steps_to_skip(), 0);
+  for (int i = 0; i < 200; ++i) costly.record_draft_time(4.0);
+  EXPECT_NEAR(costly.steps_to_skip(), 80, 1);
+  for (int i = 0; i < 200; ++i) costly.record_draft_time(1e3);
+  EXPECT_EQ(costly.steps_to_skip(), 512);
+  EXPECT_THROW(BlockPlanner(0, true), Error);
+  EXPECT_THROW(BlockPlanner(33, true), Error);
+}
+
+// Sampling: the first two generated tokens of speculative sampling (a fixed
+// draft verified for the second) against the exact joint distribution
+// computed from the model's own logits, over many seeds.
+TEST(Speculative, SamplingKeepsTheDistribution) {
+  POCKET_SKIP_WHEN_EMULATED("3000 short generations; the rule is ISA-independent");
+  const LoadedModel& m = stories();
+  Session s(m.model, m.tokenizer, 64, 1);
+  EncodeOptions eo;
+  eo.add_bos = true;
+  auto in = m.tokenizer->encode("Once upon a time there was a", eo);
+  GenerateOptions o;
+  o.max_tokens = 3;
+  o.sampling.temperature = 1.0f;
+  o.sampling.top_k = 4;
+  o.sampling.top_p = 1.0f;
+  o.sampling.min_p = 0.0f;
+  // Exact joint p(t1, t2) over the top-4 truncations.
+  std::map<std::pair<int, int>, double> exact;
+  Sampler probe(o.sampling);
+  std::vector<std::pair<float, int32_t>> c1;
+  {
+    s.reset();
+    auto l = s.prefill(in);
+    std::vector<float> row(l.begin(), l.end());
+    auto c = probe.candidates(row, in);
+    c1.assign(c.begin(), c.end());
+  }
+  int32_t fixed_draft = -1;
+  for (const auto& [p1, t1] : c1) {
+    auto seq = in;
+    seq.push_back(t1);
+    s.reset();
+    auto l = s.prefill(seq);
+    std::vector<float> row(l.begin(), l.end());
+    auto c2 = probe.candidates(row, seq);
+    double z1 = 0, z2 = 0;
+    for (auto& c : c1) z1 += c.first;
+    for (auto& c : c2) z2 += c.first;
+    for (const auto& [p2, t2] : c2) exact[{t1, t2}] = p1 / z1 * p2 / z2;
+    if (fixed_draft < 0) fixed_draft = c2[1].second;  // a likely but not certain second token
+  }
+  class Fixed : public Drafter {
+   public:
+    explicit Fixed(int32_t t) : t_(t) {}
+    const char* name() const override { return "fixed"; }
+    void draft(std::span<const int32_t>, int max, std::vector<int32_t>& out) override { out.assign(max > 0 ? 1 : 0, t_); }
+    int32_t t_;
+  } drafter(fixed_draft);
+  const int n = 3000;
+  std::map<std::pair<int, int>, int> seen;
+  int verified = 0;
+  for (int seed = 0; seed < n; ++seed) {
+    o.sampling.seed = static_cast<uint64_t>(seed);
+    SpeculativeStats st;
+    s.reset();
+    auto r = generate_speculative(s, drafter, in, o, {1, false}, {}, &st);
+    ASSERT_GE(r.tokens.size(), 2u);
+    ++seen[{r.tokens[0], r.tokens[1]}];
+    verified += st.drafted;
+  }
+  EXPECT_GT(verified, n / 2);
+  for (const auto& [cell, count] : seen) EXPECT_TRUE(exact.count(cell)) << "a pair outside the truncated support";
+  for (const auto& [cell, p] : exact) {
+    const double sigma = std::sqrt(n * p * (1 - p));
+    EXPECT_NEAR(seen[cell], n * p, 5 * sigma + 2) << "pair " << cell.first << "," << cell.second;
+  }
+}
+
+}  // namespace
+}  // namespace pocket
