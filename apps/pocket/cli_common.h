@@ -37,6 +37,10 @@ void add_create(CLI::App& app, int& rc);
 void add_bench(CLI::App& app, int& rc);
 void add_eval(CLI::App& app, int& rc);
 void add_prune_vocab(CLI::App& app, int& rc);
+void add_train_head(CLI::App& app, int& rc);
+void add_classify(CLI::App& app, int& rc);  // classify and route
+void add_rank(CLI::App& app, int& rc);
+void add_attach_head(CLI::App& app, int& rc);
 void add_serve(CLI::App& app, int& rc);
 
 }  // namespace pocket::cli

@@ -21,6 +21,10 @@ int main(int argc, char** argv) {
   pocket::cli::add_bench(app, rc);
   pocket::cli::add_eval(app, rc);
   pocket::cli::add_prune_vocab(app, rc);
+  pocket::cli::add_train_head(app, rc);
+  pocket::cli::add_classify(app, rc);
+  pocket::cli::add_rank(app, rc);
+  pocket::cli::add_attach_head(app, rc);
   pocket::cli::add_serve(app, rc);
   if (argc > 1 && argv[1][0] != '-') {  // name the unknown command instead of CLI11's generic message
     std::string known;

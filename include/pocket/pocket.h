@@ -73,6 +73,7 @@ class SharedModel {
 
  private:
   friend class Engine;
+  friend class Decider;
   struct Impl;
   explicit SharedModel(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
@@ -210,6 +211,68 @@ class Engine {
  private:
   struct Impl;
   explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// --- Decision heads: classify, route and rank in one prefill -------------
+//
+//   auto model = pocket::SharedModel::open("model.pq4");
+//   auto d = pocket::Decider::create(model);
+//   d->add_head("intent.head");                     // trained by `pocket train-head`
+//   pocket::Classification c = d->classify("intent", "wake me at 7");
+//   auto order = d->rank("best pizza nearby", {"Luigi's pizzeria", "tyre repair"});
+//
+// Heads stored in the model's Pocket file are added at create(). A head names
+// its base model's content hash; adding one trained on another model throws.
+// Like an Engine, a Decider runs one call at a time (a concurrent call
+// throws ErrorCode::Busy); results do not depend on the thread count.
+
+struct Classification {
+  std::string label;         // the head's answer (its out-of-scope label when routed out)
+  float probability = 0;     // calibrated probability of the top label
+  bool out_of_scope = false; // route(): the top probability was below the threshold
+  std::vector<std::pair<std::string, float>> scores;  // every label, best first
+};
+
+struct RankedCandidate {
+  int index = 0;      // position in the candidates given
+  double score = 0;   // head: probability of the positive label; zero-shot: mean token log-probability
+};
+
+struct DeciderOptions {
+  int threads = 0;        // 0 = all cores
+  int max_tokens = 512;   // context for one input (or query + one candidate)
+};
+
+class Decider {
+ public:
+  static std::unique_ptr<Decider> create(std::shared_ptr<const SharedModel> model, const DeciderOptions& options = {});
+  ~Decider();
+  Decider(const Decider&) = delete;
+  Decider& operator=(const Decider&) = delete;
+
+  // Adds a head file (or "model.pq4#name"); returns its name. A head of the same name is replaced.
+  std::string add_head(const std::string& path);
+  std::vector<std::string> heads() const;
+  std::vector<std::string> labels(const std::string& head) const;
+
+  Classification classify(const std::string& head, const std::string& text);
+  // classify, answering the head's out-of-scope label below the threshold
+  // (the head's own, or `threshold` when >= 0).
+  Classification route(const std::string& head, const std::string& text, float threshold = -1.0f);
+  // Zero-shot: each label's verbalisation (" " + label) scored by mean
+  // log-probability after `prompt_template` ({text} = the text).
+  Classification classify_zero_shot(const std::string& text, const std::vector<std::string>& labels,
+                                    const std::string& prompt_template = "{text}\nTopic:");
+  // Best first. With a head (trained on query/candidate pairs): its positive
+  // (last) label's probability; without: the candidate's mean token
+  // log-probability after the query. The query's KV cache is computed once.
+  std::vector<RankedCandidate> rank(const std::string& query, const std::vector<std::string>& candidates,
+                                    const std::string& head = "");
+
+ private:
+  struct Impl;
+  explicit Decider(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

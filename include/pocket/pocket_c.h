@@ -315,6 +315,39 @@ POCKET_API pocket_status pocket_session_get_threads(const pocket_session* sessio
 /* The session's context size in tokens. */
 POCKET_API pocket_status pocket_session_get_context_size(const pocket_session* session, int32_t* context_size);
 
+/* ---- decision heads: classify, route, rank ------------------------------ */
+/* One prefill per input, no decoding (docs/decision_head.md). Heads come
+ * from `pocket train-head`; those stored in the model's Pocket file are
+ * available by name without adding them. A head trained on another model
+ * (its base content hash differs) is refused with POCKET_ERR_FAILED. */
+
+/* Adds a head file, or "model.pq4#name", to the session (replacing a head of
+ * the same name). */
+POCKET_API pocket_status pocket_session_add_head(pocket_session* session, const char* path);
+
+typedef struct pocket_classification {
+  uint32_t struct_size; /* sizeof(pocket_classification), set by the caller */
+  int32_t label_index;  /* in the head's labels; -1 when routed out of scope */
+  float probability;    /* calibrated probability of the top label */
+  int32_t out_of_scope; /* 1 when routed out of scope (the label is the head's out-of-scope label) */
+} pocket_classification;
+
+/* Classifies `text` with the head named `head`; `route` nonzero applies the
+ * head's out-of-scope threshold. The label is written NUL-terminated to
+ * `label` (*label_length = its length without the NUL;
+ * POCKET_ERR_BUFFER_TOO_SMALL when it does not fit; `label` may be NULL when
+ * capacity is 0). `result` may be NULL. */
+POCKET_API pocket_status pocket_session_classify(pocket_session* session, const char* head, const char* text,
+                                                 int route, pocket_classification* result, char* label,
+                                                 size_t capacity, size_t* label_length);
+
+/* Ranks `n` candidates for `query`, best first: order[i] is the index of the
+ * i-th best candidate and scores[i] (may be NULL) its score. `head` names a
+ * ranking head; NULL ranks zero-shot by the candidates' mean token
+ * log-probability after the query. The query's KV cache is computed once. */
+POCKET_API pocket_status pocket_session_rank(pocket_session* session, const char* head, const char* query,
+                                             const char* const* candidates, size_t n, int32_t* order, double* scores);
+
 #ifdef __cplusplus
 }
 #endif

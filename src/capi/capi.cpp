@@ -25,6 +25,7 @@
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
+#include <vector>
 
 #include "pocket/pocket.h"
 
@@ -43,6 +44,19 @@ struct ModelEntry {
 
 struct SessionEntry {
   std::unique_ptr<pocket::Engine> engine;
+  // Decision heads: created on first use, on the engine's model.
+  std::mutex decider_mu;
+  std::unique_ptr<pocket::Decider> decider;
+  pocket::Decider& heads() {
+    std::lock_guard<std::mutex> lock(decider_mu);
+    if (!decider) {
+      pocket::DeciderOptions o;
+      o.threads = engine->threads();
+      o.max_tokens = engine->context_size();
+      decider = pocket::Decider::create(engine->model(), o);
+    }
+    return *decider;
+  }
 };
 
 class Registry {
@@ -675,6 +689,71 @@ pocket_status pocket_session_get_context_size(const pocket_session* session, int
     auto entry = need_session(session);
     need_out(context_size, "context_size");
     *context_size = entry->engine->context_size();
+  });
+}
+
+pocket_status pocket_session_add_head(pocket_session* session, const char* path) {
+  const pocket::SharedModel* log_to = nullptr;
+  return guarded("pocket_session_add_head", POCKET_ERR_FAILED, &log_to, [&] {
+    auto entry = need_session(session);
+    log_to = entry->engine->model().get();
+    if (path == nullptr) refuse(POCKET_ERR_INVALID_ARGUMENT, "the head path is NULL");
+    entry->heads().add_head(path);
+  });
+}
+
+pocket_status pocket_session_classify(pocket_session* session, const char* head, const char* text, int route,
+                                      pocket_classification* result, char* label, size_t capacity,
+                                      size_t* label_length) {
+  if (label_length != nullptr) *label_length = 0;
+  const pocket::SharedModel* log_to = nullptr;
+  return guarded("pocket_session_classify", POCKET_ERR_FAILED, &log_to, [&] {
+    auto entry = need_session(session);
+    log_to = entry->engine->model().get();
+    if (head == nullptr) refuse(POCKET_ERR_INVALID_ARGUMENT, "the head name is NULL");
+    if (text == nullptr) refuse(POCKET_ERR_INVALID_ARGUMENT, "the text is NULL");
+    need_out(label_length, "label_length");
+    if (label == nullptr && capacity > 0) refuse(POCKET_ERR_INVALID_ARGUMENT, "label is NULL but capacity is not 0");
+    check_result_struct(result, "pocket_classification");
+    pocket::Decider& d = entry->heads();
+    const pocket::Classification c = route ? d.route(head, text) : d.classify(head, text);
+    const std::vector<std::string> labels = d.labels(head);
+    pocket_classification r{};
+    r.struct_size = sizeof(r);
+    r.label_index = c.out_of_scope ? -1 : static_cast<int32_t>(std::find(labels.begin(), labels.end(), c.label) - labels.begin());
+    r.probability = c.probability;
+    r.out_of_scope = c.out_of_scope ? 1 : 0;
+    write_struct(result, r);
+    *label_length = c.label.size();
+    if (c.label.size() + 1 > capacity)
+      refuse(POCKET_ERR_BUFFER_TOO_SMALL, "the label has " + std::to_string(c.label.size()) +
+                                              " bytes (+1 for the NUL) but the buffer holds " + std::to_string(capacity));
+    std::memcpy(label, c.label.data(), c.label.size());
+    label[c.label.size()] = '\0';
+  });
+}
+
+pocket_status pocket_session_rank(pocket_session* session, const char* head, const char* query,
+                                  const char* const* candidates, size_t n, int32_t* order, double* scores) {
+  const pocket::SharedModel* log_to = nullptr;
+  return guarded("pocket_session_rank", POCKET_ERR_FAILED, &log_to, [&] {
+    auto entry = need_session(session);
+    log_to = entry->engine->model().get();
+    if (query == nullptr) refuse(POCKET_ERR_INVALID_ARGUMENT, "the query is NULL");
+    if (n == 0) refuse(POCKET_ERR_INVALID_ARGUMENT, "no candidates (n is 0)");
+    if (candidates == nullptr) refuse(POCKET_ERR_INVALID_ARGUMENT, "candidates is NULL");
+    need_out(order, "order");
+    if (n > (size_t{1} << 20)) refuse(POCKET_ERR_INVALID_ARGUMENT, "n = " + std::to_string(n) + " candidates is too many");
+    std::vector<std::string> c;
+    for (size_t i = 0; i < n; ++i) {
+      if (candidates[i] == nullptr) refuse(POCKET_ERR_INVALID_ARGUMENT, "candidates[" + std::to_string(i) + "] is NULL");
+      c.emplace_back(candidates[i]);
+    }
+    const std::vector<pocket::RankedCandidate> r = entry->heads().rank(query, c, head ? head : "");
+    for (size_t i = 0; i < r.size(); ++i) {
+      order[i] = r[i].index;
+      if (scores) scores[i] = r[i].score;
+    }
   });
 }
 

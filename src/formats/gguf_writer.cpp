@@ -289,4 +289,49 @@ void add_vocab_metadata(GgufWriter& w, const Vocab& v, const std::string& chat_t
   if (!chat_template.empty()) w.set_string("tokenizer.chat_template", chat_template);
 }
 
+
+GgufMeta to_meta(const GgufValue& v, const std::vector<int32_t>* keep) {
+  switch (v.type) {
+    case GgufType::U8: return GgufMeta::u8(static_cast<uint8_t>(v.u));
+    case GgufType::I8: return GgufMeta::i8(static_cast<int8_t>(v.i));
+    case GgufType::U16: return GgufMeta::u16(static_cast<uint16_t>(v.u));
+    case GgufType::I16: return GgufMeta::i16(static_cast<int16_t>(v.i));
+    case GgufType::U32: return GgufMeta::u32(static_cast<uint32_t>(v.u));
+    case GgufType::I32: return GgufMeta::i32(static_cast<int32_t>(v.i));
+    case GgufType::U64: return GgufMeta::u64(v.u);
+    case GgufType::I64: return GgufMeta::i64(v.i);
+    case GgufType::F32: return GgufMeta::f32(static_cast<float>(v.f));
+    case GgufType::F64: return GgufMeta::f64(v.f);
+    case GgufType::Bool: return GgufMeta::boolean(v.u != 0);
+    case GgufType::String: return GgufMeta::string(v.str);
+    case GgufType::Array: break;
+  }
+  std::vector<size_t> idx;
+  if (keep) {
+    for (int32_t k : *keep) {
+      if (k < 0 || static_cast<uint64_t>(k) >= v.count) fail("GGUF array index ", k, " out of range");
+      idx.push_back(static_cast<size_t>(k));
+    }
+  } else {
+    for (size_t k = 0; k < v.count; ++k) idx.push_back(k);
+  }
+  if (v.elem_type == GgufType::String) {
+    std::vector<std::string> s;
+    for (size_t k : idx) s.emplace_back(v.strings[k]);
+    return GgufMeta::strings(s);
+  }
+  if (v.elem_type == GgufType::Array) {
+    std::vector<GgufMeta> items;
+    for (size_t k : idx) items.push_back(to_meta(v.arrays[k]));
+    return GgufMeta::array(items, GgufType::Array);
+  }
+  const int size = static_cast<int>(gguf_scalar_size(v.elem_type));
+  GgufMeta m;
+  m.type = GgufType::Array;
+  put<uint32_t>(m.payload, static_cast<uint32_t>(v.elem_type));
+  put<uint64_t>(m.payload, idx.size());
+  for (size_t k : idx) m.payload.append(reinterpret_cast<const char*>(v.raw) + k * static_cast<size_t>(size), size);
+  return m;
+}
+
 }  // namespace pocket

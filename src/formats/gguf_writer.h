@@ -88,6 +88,10 @@ class GgufWriter {
   std::vector<Tensor> tensors_;
 };
 
+// A parsed metadata value as the writer takes it (copying a file's keys).
+// With `keep` (indices), an array keeps only those elements, in that order.
+GgufMeta to_meta(const GgufValue& v, const std::vector<int32_t>* keep = nullptr);
+
 // general.architecture and the `<arch>.*` hyper-parameter keys for `c`.
 void add_config_metadata(GgufWriter& w, const ModelConfig& c);
 // tokenizer.ggml.* for `v` ("gpt2" for byte-level BPE, "llama" for

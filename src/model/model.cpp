@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <thread>
 
@@ -84,6 +85,18 @@ const TensorView* matrix(const ModelFile& f, const std::string& name, int64_t ro
   if (t.shape.size() != 2 || t.shape[0] != rows || t.shape[1] != cols)
     fail(f.path, ": tensor ", name, " has the wrong shape (expected ", rows, " x ", cols, ")");
   return &t;
+}
+
+// What forward() and forward_hidden() refuse: no tokens, too many for the
+// context, ids outside the vocabulary.
+void check_input(std::span<const int32_t> tokens, const Context& ctx, const ModelConfig& cfg) {
+  if (tokens.empty()) fail("forward: no tokens to process");
+  const int n_total = static_cast<int>(tokens.size());
+  if (ctx.cache.size() + n_total > ctx.cache.capacity())
+    fail("the input needs ", ctx.cache.size() + n_total, " tokens of context but the context holds ",
+         ctx.cache.capacity(), " (raise the context size or shorten the prompt)");
+  for (int32_t t : tokens)
+    if (t < 0 || t >= cfg.vocab_size) fail("token id ", t, " is outside the vocabulary (", cfg.vocab_size, ")");
 }
 
 }  // namespace
@@ -173,13 +186,8 @@ void Model::repack_weights() {
 
 void Model::forward(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, float* logits,
                     bool all_logits) const {
-  if (tokens.empty()) fail("forward: no tokens to process");
+  check_input(tokens, ctx, cfg_);
   const int n_total = static_cast<int>(tokens.size());
-  if (ctx.cache.size() + n_total > ctx.cache.capacity())
-    fail("the input needs ", ctx.cache.size() + n_total, " tokens of context but the context holds ",
-         ctx.cache.capacity(), " (raise the context size or shorten the prompt)");
-  for (int32_t t : tokens)
-    if (t < 0 || t >= cfg_.vocab_size) fail("token id ", t, " is outside the vocabulary (", cfg_.vocab_size, ")");
   static_assert(kMaxBatch <= KVCache::kMaxWrite);
   for (int done = 0; done < n_total; done += kMaxBatch) {
     int n = std::min(kMaxBatch, n_total - done);
@@ -189,8 +197,59 @@ void Model::forward(std::span<const int32_t> tokens, Context& ctx, ThreadPool& p
   }
 }
 
+void Model::forward_hidden(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool,
+                           const HiddenTaps& taps) const {
+  if (taps.layer_out != nullptr && (taps.layer < 0 || taps.layer >= cfg_.n_layers))
+    fail("hidden-state tap: layer ", taps.layer, " is outside the model's 0..", cfg_.n_layers - 1);
+  check_input(tokens, ctx, cfg_);
+  const int n_total = static_cast<int>(tokens.size());
+  for (int done = 0; done < n_total; done += kMaxBatch) {
+    const size_t at = static_cast<size_t>(done) * cfg_.dim;
+    HiddenTaps part = taps;
+    if (part.final_normed) part.final_normed += at;
+    if (part.layer_out) part.layer_out += at;
+    forward_batch(tokens.subspan(done, std::min(kMaxBatch, n_total - done)), ctx, pool, nullptr, false, &part);
+  }
+}
+
+bool Model::packable() const {
+  for (int l = 0; l < cfg_.n_layers; ++l)
+    if (cfg_.is_local(l)) return false;
+  return true;
+}
+
+void Model::forward_packed(std::span<const int32_t> tokens, const PackedRows& rows, Context& ctx, ThreadPool& pool,
+                           const HiddenTaps* taps, float* logits) const {
+  if (!packable()) fail("packed rows: the model has sliding-window layers");
+  if (taps && taps->layer_out != nullptr && (taps->layer < 0 || taps->layer >= cfg_.n_layers))
+    fail("hidden-state tap: layer ", taps->layer, " is outside the model's 0..", cfg_.n_layers - 1);
+  if (tokens.empty()) fail("forward: no tokens to process");
+  const int n_total = static_cast<int>(tokens.size());
+  for (int i = 0; i < n_total; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= cfg_.vocab_size)
+      fail("token id ", tokens[i], " is outside the vocabulary (", cfg_.vocab_size, ")");
+    if (rows.slot[i] < 0 || rows.slot[i] >= ctx.cache.capacity() || rows.first[i] < 0 || rows.first[i] > rows.slot[i] ||
+        rows.pos[i] < 0)
+      fail("packed rows: row ", i, " (slot ", rows.slot[i], ", first ", rows.first[i], ") does not fit the context of ",
+           ctx.cache.capacity());
+  }
+  for (int done = 0; done < n_total; done += kMaxBatch) {
+    const size_t at = static_cast<size_t>(done) * cfg_.dim;
+    HiddenTaps part;
+    if (taps) {
+      part = *taps;
+      if (part.final_normed) part.final_normed += at;
+      if (part.layer_out) part.layer_out += at;
+    }
+    const PackedRows r{rows.pos + done, rows.slot + done, rows.first + done};
+    float* out = logits ? logits + static_cast<size_t>(done) * cfg_.vocab_size : nullptr;
+    forward_batch(tokens.subspan(done, std::min(kMaxBatch, n_total - done)), ctx, pool, out, true, taps ? &part : nullptr,
+                  &r);
+  }
+}
+
 void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, float* logits,
-                          bool all_logits) const {
+                          bool all_logits, const HiddenTaps* taps, const PackedRows* packed) const {
   const ModelConfig& c = cfg_;
   const int n = static_cast<int>(tokens.size());
   const int pos0 = ctx.cache.size();
@@ -203,24 +262,45 @@ void Model::forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadP
   float *attn = ctx.attn.data(), *gate = ctx.gate.data(), *up = ctx.up.data();
 
   for (int i = 0; i < n; ++i) embed_row(tokens[i], x + static_cast<size_t>(i) * dim);
-  ctx.cache.reserve_append(n);
+  if (!packed) ctx.cache.reserve_append(n);
 
   for (int l = 0; l < c.n_layers; ++l) {
     const Layer& L = layers_[l];
     // --- attention block (the previous layer's residual add is fused in) ---
-    attention_input(l, n, x, xn, q, k, v, pool, [&](int i) { return std::pair<int, KVCache*>(pos0 + i, &ctx.cache); });
-    if (l > 0) tap_rows(ctx, l - 1, n, pos0, x, dim);  // x: the residual after layer l - 1
-    attention(l, n, pos0, ctx, pool);
+    attention_input(l, n, x, xn, q, k, v, pool, [&](int i) {
+      return packed ? RowPlace{packed->pos[i], packed->slot[i], &ctx.cache} : RowPlace{pos0 + i, pos0 + i, &ctx.cache};
+    });
+    if (l > 0 && !packed) tap_rows(ctx, l - 1, n, pos0, x, dim);  // x: the residual after layer l - 1
+    attention(l, n, pos0, ctx, pool, packed);
     kernels::matmul(*L.wo, attn, n, xn, &pool);
 
     feed_forward(l, n, x, xn, gate, up, pool);
+    if (taps && taps->layer_out && taps->layer == l && l < c.n_layers - 1)  // x + this block's output
+      for_rows(n, pool, [&](int i) {
+        const size_t at = static_cast<size_t>(i) * dim;
+        float* o = taps->layer_out + at;
+        std::memcpy(o, xn + at, static_cast<size_t>(dim) * sizeof(float));
+        if (c.post_norms) kernels::rmsnorm(o, o, L.post_ffn_norm.data(), dim, c.norm_eps);
+        for (int j = 0; j < dim; ++j) o[j] += x[at + j];
+      });
   }
   for_rows(n, pool, [&](int i) {  // the last layer's residual
     add_block_output(x + static_cast<size_t>(i) * dim, xn + static_cast<size_t>(i) * dim,
                      layers_[c.n_layers - 1].post_ffn_norm);
   });
-  tap_rows(ctx, c.n_layers - 1, n, pos0, x, dim);
-  ctx.cache.set_size(pos0 + n);
+  if (!packed) {
+    tap_rows(ctx, c.n_layers - 1, n, pos0, x, dim);
+    ctx.cache.set_size(pos0 + n);
+  }
+  if (taps) {
+    const size_t bytes = static_cast<size_t>(n) * dim * sizeof(float);
+    if (taps->layer_out && taps->layer == c.n_layers - 1) std::memcpy(taps->layer_out, x, bytes);
+    if (taps->final_normed)
+      for_rows(n, pool, [&](int i) {
+        kernels::rmsnorm(taps->final_normed + static_cast<size_t>(i) * dim, x + static_cast<size_t>(i) * dim,
+                         output_norm_.data(), dim, c.norm_eps);
+      });
+  }
 
   if (logits == nullptr) return;
   // The output head runs only for the rows whose logits are wanted.
@@ -251,7 +331,7 @@ void Model::add_block_output(float* x, float* out, const std::vector<float>& pos
 // add, the norm, the q/k/v projections, then each row's q/k post-processing
 // with its keys/values stored at the position and cache `row_at(i)` gives.
 void Model::attention_input(int l, int n, float* x, float* xn, float* q, float* k, float* v, ThreadPool& pool,
-                            const std::function<std::pair<int, KVCache*>(int)>& row_at) const {
+                            const std::function<RowPlace(int)>& row_at) const {
   const ModelConfig& c = cfg_;
   const Layer& L = layers_[l];
   add_then_norm(n, c, x, xn, L.attn_norm, pool, [&](float* xi, float* xni) {
@@ -260,9 +340,8 @@ void Model::attention_input(int l, int n, float* x, float* xn, float* q, float* 
   const kernels::MatmulTarget qkv[] = {{L.wq, q}, {L.wk, k}, {L.wv, v}};
   kernels::matmul_multi(qkv, xn, n, &pool);
   for_rows(n, pool, [&](int i) {
-    auto [pos, cache] = row_at(i);
     qkv_row(l, q + static_cast<size_t>(i) * c.q_dim(), k + static_cast<size_t>(i) * c.kv_dim(),
-            v + static_cast<size_t>(i) * c.kv_dim(), pos, *cache);
+            v + static_cast<size_t>(i) * c.kv_dim(), row_at(i));
   });
 }
 
@@ -285,9 +364,9 @@ void Model::feed_forward(int l, int n, float* x, float* xn, float* gate, float* 
   kernels::matmul(*L.w_down, gate, n, xn, &pool);
 }
 
-// One token's q/k/v after the projections: biases, q/k norms, RoPE at `pos`,
-// and its keys/values stored into `cache`.
-void Model::qkv_row(int l, float* q, float* k, float* v, int pos, KVCache& cache) const {
+// One token's q/k/v after the projections: biases, q/k norms, RoPE at
+// `at.pos`, and its keys/values stored into slot `at.slot` of `at.cache`.
+void Model::qkv_row(int l, float* q, float* k, float* v, const RowPlace& at) const {
   const ModelConfig& c = cfg_;
   const Layer& L = layers_[l];
   const int hd = c.head_dim;
@@ -299,11 +378,11 @@ void Model::qkv_row(int l, float* q, float* k, float* v, int pos, KVCache& cache
     for (int h = 0; h < c.n_heads; ++h) kernels::rmsnorm(q + h * hd, q + h * hd, L.q_norm.data(), hd, c.norm_eps);
     for (int h = 0; h < c.n_kv_heads; ++h) kernels::rmsnorm(k + h * hd, k + h * hd, L.k_norm.data(), hd, c.norm_eps);
   }
-  kernels::rope(q, c.n_heads, hd, pos, c.rope_style, L.inv_freq);
-  kernels::rope(k, c.n_kv_heads, hd, pos, c.rope_style, L.inv_freq);
+  kernels::rope(q, c.n_heads, hd, at.pos, c.rope_style, L.inv_freq);
+  kernels::rope(k, c.n_kv_heads, hd, at.pos, c.rope_style, L.inv_freq);
   for (int h = 0; h < c.n_kv_heads; ++h) {
-    kernels::f32_to_f16_row(k + h * hd, cache.k(l, h, pos), hd);
-    kernels::f32_to_f16_row(v + h * hd, cache.v(l, h, pos), hd);
+    kernels::f32_to_f16_row(k + h * hd, at.cache->k(l, h, at.slot), hd);
+    kernels::f32_to_f16_row(v + h * hd, at.cache->v(l, h, at.slot), hd);
   }
 }
 
@@ -344,7 +423,7 @@ void Model::forward_decode(std::span<const int32_t> tokens, std::span<Context* c
   for (int l = 0; l < c.n_layers; ++l) {
     const Layer& L = layers_[l];
     attention_input(l, n, x, xn, q, k, v, pool,
-                    [&](int i) { return std::pair<int, KVCache*>(pos[i], &ctxs[i]->cache); });
+                    [&](int i) { return RowPlace{pos[i], pos[i], &ctxs[i]->cache}; });
     if (l > 0)
       for (int i = 0; i < n; ++i) tap_rows(*ctxs[i], l - 1, 1, pos[i], x + i * static_cast<size_t>(dim), dim);
     for (int i = 0; i < n; ++i) {
@@ -366,7 +445,7 @@ void Model::forward_decode(std::span<const int32_t> tokens, std::span<Context* c
     for (size_t j = 0; j < N * c.vocab_size; ++j) logits[j] = c.final_softcap * std::tanh(logits[j] / c.final_softcap);
 }
 
-void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool) const {
+void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool, const PackedRows* packed) const {
   const ModelConfig& c = cfg_;
   const int hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
   const float scale = c.query_scale();
@@ -381,7 +460,9 @@ void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool
   const int head_chunks = (group + heads_per_task - 1) / heads_per_task;
   const int tokens_per_task = std::max(1, kernels::kMaxAttentionQueries / heads_per_task);
   const int token_blocks = (n + tokens_per_task - 1) / tokens_per_task;
-  const size_t per_thread = static_cast<size_t>(kernels::kMaxAttentionQueries) * (pos0 + n);
+  int span = pos0 + n;  // slots the rows see at most
+  if (packed) span = 1 + *std::max_element(packed->slot, packed->slot + n);
+  const size_t per_thread = static_cast<size_t>(kernels::kMaxAttentionQueries) * span;
   if (ctx.scores.size() < per_thread * pool.size()) ctx.scores.resize(per_thread * pool.size());
   const int64_t n_tasks = static_cast<int64_t>(token_blocks) * c.n_kv_heads * head_chunks;
   pool.parallel_for(n_tasks, [&](int64_t begin, int64_t end, int thread) {
@@ -397,8 +478,13 @@ void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool
           const size_t at = static_cast<size_t>(i) * c.q_dim() + static_cast<size_t>(h) * hd;
           qs.q[qs.n] = ctx.q.data() + at;
           qs.out[qs.n] = ctx.attn.data() + at;
-          qs.n_ctx[qs.n] = pos0 + i + 1 - stored;
-          qs.first[qs.n] = local ? std::max(0, pos0 + i + 1 - c.sliding_window - stored) : 0;
+          if (packed) {  // a global layer (packable()): stored == 0
+            qs.n_ctx[qs.n] = packed->slot[i] + 1;
+            qs.first[qs.n] = packed->first[i];
+          } else {
+            qs.n_ctx[qs.n] = pos0 + i + 1 - stored;
+            qs.first[qs.n] = local ? std::max(0, pos0 + i + 1 - c.sliding_window - stored) : 0;
+          }
           ++qs.n;
         }
       kernels::attention_heads(qs, ctx.cache.k(layer, kvh, stored), ctx.cache.v(layer, kvh, stored), hd, scale, scratch);

@@ -16,6 +16,25 @@ namespace pocket {
 
 class ThreadPool;
 
+// Hidden states a caller wants from a forward pass besides (or instead of)
+// the logits: rows are the processed tokens, dim floats each. Used by
+// decision heads (src/heads) to read features without the output head.
+struct HiddenTaps {
+  float* final_normed = nullptr;  // the final hidden state after output_norm (what the LM head sees)
+  int layer = -1;                 // 0 <= layer < n_layers: also the residual stream after that layer...
+  float* layer_out = nullptr;     // ...written here
+};
+
+// Independent continuations of the cached sequence packed into one batch
+// (decision-head ranking): row i is rotated as position pos[i], written to
+// cache slot slot[i] and attends to slots [first[i], slot[i]]. Slots may lie
+// past the cache's size, which is left unchanged.
+struct PackedRows {
+  const int* pos = nullptr;
+  const int* slot = nullptr;
+  const int* first = nullptr;
+};
+
 // Per-sequence state: the KV cache plus scratch buffers sized for one batch.
 struct Context {
   Context(const ModelConfig& cfg, int n_ctx);
@@ -48,6 +67,16 @@ class Model {
   // `all_logits` is set (evaluation, speculative verification).
   void forward(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, float* logits,
                bool all_logits = false) const;
+  // The same pass, writing the hidden states `taps` asks for (one row per
+  // token) and no logits; appends the tokens to the cache like forward().
+  void forward_hidden(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, const HiddenTaps& taps) const;
+  // Each row placed by `rows` (tokens.size() entries each): writes the
+  // hidden states `taps` asks for (may be null) and, when `logits` is set,
+  // every row's logits (tokens.size() x vocab_size). Only for models without
+  // sliding-window layers (packable()).
+  void forward_packed(std::span<const int32_t> tokens, const PackedRows& rows, Context& ctx, ThreadPool& pool,
+                      const HiddenTaps* taps, float* logits = nullptr) const;
+  bool packable() const;
 
   // Batched decode across sequences: one token for each of several contexts
   // (tokens[i] runs at position ctxs[i]->cache.size() of ctxs[i], distinct
@@ -69,13 +98,20 @@ class Model {
     const float* inv_freq;                             // RoPE table of this layer (local or global)
   };
   void forward_batch(std::span<const int32_t> tokens, Context& ctx, ThreadPool& pool, float* logits,
-                     bool all_logits) const;
-  void attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool) const;
+                     bool all_logits, const HiddenTaps* taps = nullptr, const PackedRows* packed = nullptr) const;
+  void attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool, const PackedRows* packed = nullptr) const;
   void embed_row(int32_t token, float* x) const;
   void add_block_output(float* x, float* out, const std::vector<float>& post) const;
-  void qkv_row(int layer, float* q, float* k, float* v, int pos, KVCache& cache) const;
+  // Where a row's keys/values go: RoPE position, cache slot (the position
+  // except for packed rows), and the cache.
+  struct RowPlace {
+    int pos;
+    int slot;
+    KVCache* cache;
+  };
+  void qkv_row(int layer, float* q, float* k, float* v, const RowPlace& at) const;
   void attention_input(int layer, int n, float* x, float* xn, float* q, float* k, float* v, ThreadPool& pool,
-                       const std::function<std::pair<int, KVCache*>(int)>& row_at) const;
+                       const std::function<RowPlace(int)>& row_at) const;
   void feed_forward(int layer, int n, float* x, float* xn, float* gate, float* up, ThreadPool& pool) const;
 
   std::shared_ptr<const ModelFile> file_;

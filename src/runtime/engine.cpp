@@ -12,17 +12,10 @@
 #include "kernels/kernels.h"
 #include "pocket/pocket.h"
 #include "runtime/loader.h"
+#include "runtime/shared_model_impl.h"
 #include "util/error.h"
 
 namespace pocket {
-
-struct SharedModel::Impl {
-  LoadedModel model;
-  std::string path;
-  std::function<void(LogLevel, std::string_view)> on_log;
-  LogLevel log_level = LogLevel::Info;
-  mutable std::mutex log_mu;  // the log callback never runs concurrently for one model
-};
 
 SharedModel::SharedModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 SharedModel::~SharedModel() = default;
