@@ -131,8 +131,8 @@ if [ "$arch" = x86 ]; then
   # Attention: AVX-512 score scale 0.1% off; K block offset one position
   # late after the first block (shared blocking, every SIMD level).
   mutation avx512-attention-scale-x1.001 src/kernels/attention_avx512.cpp \
-    '_mm_storeu_ps(s[j] + t0 + t, _mm_mul_ps(r, vscale));' \
-    '_mm_storeu_ps(s[j] + t0 + t, _mm_mul_ps(r, _mm_mul_ps(vscale, _mm_set1_ps(1.001f))));'
+    'const __m128 r = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1)), vscale);' \
+    'const __m128 r = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1)), _mm_mul_ps(vscale, _mm_set1_ps(1.001f)));'
   mutation attention-k-block-position src/kernels/attention_impl.h \
     'const uint16_t* kb = k + static_cast<size_t>(t0) * hd;' \
     'const uint16_t* kb = k + static_cast<size_t>(t0 + (t0 > 0 ? 1 : 0)) * hd;'
