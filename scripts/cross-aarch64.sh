@@ -19,12 +19,18 @@ cmake --build "$build" -j"$jobs"
 export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
 export POCKET_TEST_EMULATED=1  # tests of ISA-independent slow paths skip (tests/common/test_util.h)
 per_level="kernels quant model"
-for cpu in cortex-a53 cortex-a76 max; do
-  for area in $per_level; do
-    echo "== QEMU_CPU=$cpu pocket_tests_$area"
-    QEMU_CPU="$cpu" qemu-aarch64 "$build/pocket_tests_$area" --gtest_brief=1
+# The nine runs go $jobs at a time (qemu-user is mostly one thread per
+# process), the model tests first; logs in $build/logs/, one line per run.
+logs="$build/logs"
+mkdir -p "$logs"
+runs=()
+for area in model quant kernels; do
+  for cpu in cortex-a53 cortex-a76 max; do
+    runs+=("QEMU_CPU=$cpu-pocket_tests_$area" "env QEMU_CPU=$cpu qemu-aarch64 $build/pocket_tests_$area --gtest_brief=1")
   done
 done
+echo "== per kernel level: pocket_tests_{$per_level} on QEMU_CPU=cortex-a53, cortex-a76, max"
+parallel_steps "$jobs" "${runs[@]}"
 
 echo "== QEMU_CPU=max ctest, the areas not run above"
 QEMU_CPU=max ctest --test-dir "$build" --output-on-failure -j"$jobs" -LE "^(${per_level// /|})\$"

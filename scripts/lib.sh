@@ -49,3 +49,44 @@ pinned_venv() {
   rm -rf "$venv"
   return 1
 }
+
+# parallel_steps JOBS NAME1 CMD1 NAME2 CMD2 ...: runs each CMD (a command line,
+# split on spaces) as `step` would, JOBS at a time, with its output in
+# $logs/NAME.log; then prints one line per step in the order given and, if any
+# failed, the first failure's log tail, and exits with its status.
+parallel_steps() {
+  local jobs="$1" i rc t
+  shift
+  : "${logs:?parallel_steps needs \$logs}"
+  local names=() lines=()
+  while (($# >= 2)); do
+    names+=("$1")
+    lines+=("$2")
+    shift 2
+  done
+  for ((i = 0; i < ${#names[@]}; ++i)); do
+    while (($(jobs -rp | wc -l) >= jobs)); do wait -n || true; done
+    (
+      t0=$SECONDS
+      # shellcheck disable=SC2086
+      if ${lines[i]} >"$logs/${names[i]}.log" 2>&1; then rc=0; else rc=$?; fi
+      echo "$rc $((SECONDS - t0))" >"$logs/${names[i]}.status"
+    ) &
+  done
+  wait
+  local failed=""
+  for ((i = 0; i < ${#names[@]}; ++i)); do
+    read -r rc t <"$logs/${names[i]}.status"
+    if ((rc == 0)); then
+      printf '   %-44s %5ds\n' "${names[i]}" "$t"
+    else
+      echo "   ${names[i]} FAILED (exit $rc) after ${t}s; full log: $logs/${names[i]}.log"
+      [[ -z "$failed" ]] && failed="$i"
+    fi
+  done
+  if [[ -n "$failed" ]]; then
+    tail -n 80 "$logs/${names[failed]}.log" | sed 's/^/   | /'
+    read -r rc t <"$logs/${names[failed]}.status"
+    exit "$rc"
+  fi
+}

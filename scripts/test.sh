@@ -87,11 +87,18 @@ if want no-avx512 && $x86; then
   # The emulated CPU's best level is AVX2, and Isa.DetectsTheLevelTheCpuHas
   # checks that detection says so; the CLI runs under the same emulator.
   emu="qemu-x86_64 -cpu max"
-  for exe in "$root"/build/release/pocket_tests_*; do
-    [[ -x "$exe" && "$exe" != *.cmake ]] || continue
-    POCKET_EXPECT_ISA=avx2 POCKET_TEST_CLI="$emu $root/build/release/pocket" POCKET_GEMMA3_GGUF=off POCKET_TEST_EMULATED=1 \
-      step "no-avx512-$(basename "$exe")" $emu "$exe" --gtest_brief=1
+  # The executables run $jobs at a time (emulation is mostly one thread per
+  # process), slowest first; parallel_steps prints their lines in this order.
+  exes=()
+  for exe in "$root"/build/release/pocket_tests_{model,speculative,constrain,capi,heads} "$root"/build/release/pocket_tests_*; do
+    [[ -x "$exe" && "$exe" != *.cmake && " ${exes[*]} " != *" $exe "* ]] && exes+=("$exe")
   done
+  cmds=()
+  for exe in "${exes[@]}"; do
+    cmds+=("no-avx512-$(basename "$exe")" "$emu $exe --gtest_brief=1")
+  done
+  POCKET_EXPECT_ISA=avx2 POCKET_TEST_CLI="$emu $root/build/release/pocket" POCKET_GEMMA3_GGUF=off POCKET_TEST_EMULATED=1 \
+    parallel_steps "$jobs" "${cmds[@]}"
   step no-avx512-cli $emu "$root/build/release/pocket" run -n 16 -q --temp 0
   end_stage
 fi
