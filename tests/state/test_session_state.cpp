@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "common/test_util.h"
+#include "formats/format_test_util.h"
 #include "generate/chat_session.h"
 #include "generate/session.h"
 #include "model/synthetic.h"
@@ -33,14 +34,9 @@ GenerateOptions greedy(int n) {
   return o;
 }
 
-std::vector<uint8_t> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-void write_bytes(const std::string& path, const std::vector<uint8_t>& b) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-}
+using test::error_of;
+using test::read_file;
+using test::write_file;
 
 // Rewrites the trailing checksum so that a deliberate change reaches the checks behind it.
 void reseal(std::vector<uint8_t>& b) {
@@ -48,15 +44,6 @@ void reseal(std::vector<uint8_t>& b) {
   h.update(b.data(), b.size() - 8);
   const uint64_t d = h.digest();
   std::memcpy(b.data() + b.size() - 8, &d, 8);
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(SessionState, RestoredChatContinuesExactlyOnStories) {
@@ -152,13 +139,13 @@ TEST(SessionState, BadFilesGiveOneClearErrorAndLeaveTheCache) {
   test::TempDir dir;
   const std::string good = dir.file("good.state"), bad = dir.file("bad.state");
   save_session_state(good, model, a.cache, {prompt, {1, 2}});
-  const std::vector<uint8_t> bytes = read_bytes(good);
+  const std::vector<uint8_t> bytes = read_file(good);
 
   Context b(cfg, 64);
   const std::vector<int32_t> three = {4, 5, 6};
   model.forward(three, b, pool, logits.data());
   auto expect_error = [&](const std::vector<uint8_t>& file, const std::string& mention) {
-    write_bytes(bad, file);
+    write_file(bad, file);
     const std::string err = error_of([&] { load_session_state(bad, model, b.cache); });
     EXPECT_NE(err.find(mention), std::string::npos) << "error: '" << err << "', expected it to mention " << mention;
     EXPECT_EQ(b.cache.size(), 3) << "a failed load changed the cache (" << mention << ")";
@@ -267,7 +254,7 @@ TEST(SessionState, EngineAndCApiSaveAndLoad) {
   ASSERT_EQ(pocket_session_open(cm, nullptr, &cs), POCKET_OK) << pocket_last_error();
   EXPECT_EQ(pocket_session_load_state(cs, path.c_str()), POCKET_OK) << pocket_last_error();
   EXPECT_EQ(pocket_session_save_state(cs, dir.file("c.state").c_str()), POCKET_OK) << pocket_last_error();
-  EXPECT_EQ(read_bytes(dir.file("c.state")), read_bytes(path));
+  EXPECT_EQ(read_file(dir.file("c.state")), read_file(path));
   EXPECT_EQ(pocket_session_load_state(cs, nullptr), POCKET_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(pocket_session_load_state(cs, dir.file("missing.state").c_str()), POCKET_ERR_FAILED);
   EXPECT_NE(std::string(pocket_last_error()).find("missing.state"), std::string::npos) << pocket_last_error();
