@@ -424,6 +424,14 @@ void write_seeds() {
   put("server_request", "completion", std::string("\x01") + R"({"model":"m","prompt":"Once upon a time","max_tokens":8,"temperature":0,"stop":"the","ignore_eos":true,"n":1})");
   put("server_request", "bad-types", std::string("\x0c") + R"({"messages":[{"role":"tool","content":null}],"max_tokens":-1,"temperature":"hot","top_k":1e99})");
 
+  // --- ops_diff: one seed per op (byte 0), 321 elements, values up to 2^12,
+  // then a pattern of value bytes ---
+  for (int op = 0; op < 7; ++op) {
+    std::string seed = {static_cast<char>(op), 0x41, 0x01, 12};
+    for (int i = 0; i < 600; ++i) seed += static_cast<char>((i * 89 + op * 53 + (i >> 3)) & 0xff);
+    put("ops_diff", "op" + std::to_string(op), seed);
+  }
+
   // --- session_state: states of the fuzz target's model, empty, a short
   // chat (cached tokens + conversation) and a nearly full context ---
   {
