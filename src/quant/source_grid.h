@@ -1,7 +1,8 @@
 // Conversion of GGUF weights into Pocket's PQ formats that keeps the
-// source's own grid instead of re-fitting it from dequantized floats
-// (`pocket quantize --weights source`). Blocks of 32 map onto PQ groups of
-// 32 one for one:
+// source's own grid instead of re-fitting it from dequantized floats: for
+// `pocket quantize --weights source`, and at load, where Model runs GGUF
+// Q4_0 (and, unless exact_kquants, Q4_K) matrices as PQ4 copies on the
+// tiled kernels. Blocks of 32 map onto PQ groups of 32 one for one:
 //   Q4_0  value d (q - 8)          -> PQ4 s = d,      m = -8d       exact
 //   Q4_1  value d q + m            -> PQ4 s = d,      m = m         exact
 //   Q4_K  value d sc q - dmin mn   -> PQ4 s = d*sc,   m = -dmin*mn  codes exact;

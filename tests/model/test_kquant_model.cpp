@@ -153,7 +153,7 @@ TEST_P(KQuantModel, FastForwardMatchesTheReferenceOnTheSameFile) {
             << "prefill row " << i;
     }
   };
-  // Q4_K matrices run as PQ4 copies by default (quant/repack.h: scales
+  // Q4_K matrices run as PQ4 copies by default (quant/source_grid.h: scales
   // within 2^-11 relative) and as stored with exact_kquants: both within
   // the same bound of the reference.
   int q4k = 0;
