@@ -11,6 +11,7 @@
 #include <random>
 
 #include "common/test_util.h"
+#include "constrained_check.h"
 #include "convert/create_model.h"
 #include "formats/safetensors.h"
 #include "kernels/kernels.h"
@@ -338,6 +339,26 @@ TEST(DFlash, GreedySpeculativeOutputEqualsPlain) {
       drafted += st.drafted;
     }
   }
+  EXPECT_GT(drafted, 0);
+}
+
+// Under a constraint (each kind): DFlash drafts are cut by the matcher and
+// the output equals constrained plain greedy decoding.
+TEST(DFlash, ConstrainedGreedySpeculativeOutputEqualsPlain) {
+  const LoadedModel& m = target();
+  const ModelConfig& c = m.model->config();
+  test::TempDir dir;
+  Draft d(c.dim, 11);
+  d.write(dir.path(), c.dim);
+  auto draft = std::make_shared<const DFlashDraft>(dir.path(), c);
+  Session s(m.model, m.tokenizer, 96, 2);
+  DFlashDrafter drafter(draft, s);
+  const auto cases = test::constraint_cases(*m.tokenizer);
+  int drafted = 0;
+  for (int i = 0; i < (test::emulated() ? 1 : 3); ++i)
+    drafted += test::expect_constrained_greedy_as_plain(s, drafter, prompt_tokens(3 + 4 * i, 70 + static_cast<uint64_t>(i)),
+                                                        cases, 24, {1, 4})
+                   .drafted;
   EXPECT_GT(drafted, 0);
 }
 
