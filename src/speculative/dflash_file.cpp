@@ -88,16 +88,7 @@ DFlashDraftFile open_dflash_draft_file(const std::string& path) {
     fail(path, ": not a Pocket DFlash draft file (no ", kDFlashConfigKey,
          "; make one with pocket convert-draft, or give the draft's folder)");
   f.config_json = std::string(*config);
-  for (const GgufTensorInfo& t : g.tensors()) {
-    TensorView v;
-    v.name = t.name;
-    v.type = t.type;
-    v.shape = t.shape;
-    v.data = g.tensor_data(t);
-    v.nbytes = t.nbytes;
-    v.group = (t.type == DType::PQ4 || t.type == DType::PQ8) ? g.pq_group() : 0;
-    f.tensors[t.name] = v;
-  }
+  for (const GgufTensorInfo& t : g.tensors()) f.tensors[t.name] = g.view(t);
   return f;
 }
 

@@ -315,7 +315,8 @@ TEST(DFlash, DraftLogitsMatchTheFloat64Reference) {
 }
 
 // End to end: greedy speculative output with the DFlash drafter equals plain
-// greedy decoding, over several prompts and block sizes.
+// greedy decoding, over several prompts and block sizes, also under a
+// constraint.
 TEST(DFlash, GreedySpeculativeOutputEqualsPlain) {
   const LoadedModel& m = target();
   const ModelConfig& c = m.model->config();
@@ -343,26 +344,16 @@ TEST(DFlash, GreedySpeculativeOutputEqualsPlain) {
     }
   }
   EXPECT_GT(drafted, 0);
-}
-
-// Under a constraint (each kind): DFlash drafts are cut by the matcher and
-// the output equals constrained plain greedy decoding.
-TEST(DFlash, ConstrainedGreedySpeculativeOutputEqualsPlain) {
-  const LoadedModel& m = target();
-  const ModelConfig& c = m.model->config();
-  test::TempDir dir;
-  Draft d(c.dim, 11);
-  d.write(dir.path(), c.dim);
-  auto draft = std::make_shared<const DFlashDraft>(dir.path(), c);
-  Session s(m.model, m.tokenizer, 96, 2);
-  DFlashDrafter drafter(draft, s);
+  // Under a constraint (each kind): drafts are cut by the matcher and the
+  // output equals constrained plain greedy decoding.
   const auto cases = test::constraint_cases(*m.tokenizer);
-  int drafted = 0;
+  int constrained_drafted = 0;
   for (int i = 0; i < (test::emulated() ? 1 : 3); ++i)
-    drafted += test::expect_constrained_greedy_as_plain(s, drafter, prompt_tokens(3 + 4 * i, 70 + static_cast<uint64_t>(i)),
-                                                        cases, 24, {1, 4})
-                   .drafted;
-  EXPECT_GT(drafted, 0);
+    constrained_drafted +=
+        test::expect_constrained_greedy_as_plain(s, drafter, prompt_tokens(3 + 4 * i, 70 + static_cast<uint64_t>(i)),
+                                                 cases, 24, {1, 4})
+            .drafted;
+  EXPECT_GT(constrained_drafted, 0);
 }
 
 // The DFlash draft trained for pocket-mini (tools/train, f16 safetensors):

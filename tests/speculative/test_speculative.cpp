@@ -7,6 +7,7 @@
 // under a constraint (masked distributions, drafts cut by the matcher).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -61,6 +62,20 @@ class CorruptedReplay : public Drafter {
 
  private:
   std::vector<int32_t> seq_;
+};
+
+// Proposes `count` copies of one token (fewer when asked for fewer).
+class Repeat : public Drafter {
+ public:
+  Repeat(int32_t token, int count) : token_(token), count_(count) {}
+  const char* name() const override { return "repeat"; }
+  void draft(std::span<const int32_t>, int max, std::vector<int32_t>& out) override {
+    out.assign(static_cast<size_t>(std::clamp(max, 0, count_)), token_);
+  }
+
+ private:
+  int32_t token_;
+  int count_;
 };
 
 GenerateOptions greedy(int n) {
@@ -273,6 +288,32 @@ TEST(Speculative, PlannerFallsBackToPlainWhenDraftsFailAndGrowsBlocksWhenTheyHit
   EXPECT_THROW(BlockPlanner(33, true), Error);
 }
 
+// Runs n seeded speculative generations whose drafter always proposes the
+// one token `draft` and checks the frequencies of the first two generated
+// tokens against the exact joint distribution (within 5 sigma), and that
+// at least `min_verified` drafts were verified.
+void expect_pair_frequencies(Session& s, const std::vector<int32_t>& in, GenerateOptions o, int32_t draft,
+                             const std::map<std::pair<int, int>, double>& exact, int n, int min_verified) {
+  Repeat drafter(draft, 1);
+  std::map<std::pair<int, int>, int> seen;
+  int verified = 0;
+  for (int seed = 0; seed < n; ++seed) {
+    o.sampling.seed = static_cast<uint64_t>(seed);
+    SpeculativeStats st;
+    s.reset();
+    auto r = generate_speculative(s, drafter, in, o, {1, false}, {}, &st);
+    ASSERT_GE(r.tokens.size(), 2u);
+    ++seen[{r.tokens[0], r.tokens[1]}];
+    verified += st.drafted;
+  }
+  EXPECT_GE(verified, min_verified);
+  for (const auto& [cell, count] : seen) EXPECT_TRUE(exact.count(cell)) << "a pair outside the (masked, truncated) support";
+  for (const auto& [cell, p] : exact) {
+    const double sigma = std::sqrt(n * p * (1 - p));
+    EXPECT_NEAR(seen[cell], n * p, 5 * sigma + 2) << "pair " << cell.first << "," << cell.second;
+  }
+}
+
 // Sampling: the first two generated tokens of speculative sampling (a fixed
 // draft verified for the second) against the exact joint distribution
 // computed from the model's own logits, over many seeds.
@@ -314,31 +355,7 @@ TEST(Speculative, SamplingKeepsTheDistribution) {
     for (const auto& [p2, t2] : c2) exact[{t1, t2}] = p1 / z1 * p2 / z2;
     if (fixed_draft < 0) fixed_draft = c2[1].second;  // a likely but not certain second token
   }
-  class Fixed : public Drafter {
-   public:
-    explicit Fixed(int32_t t) : t_(t) {}
-    const char* name() const override { return "fixed"; }
-    void draft(std::span<const int32_t>, int max, std::vector<int32_t>& out) override { out.assign(max > 0 ? 1 : 0, t_); }
-    int32_t t_;
-  } drafter(fixed_draft);
-  const int n = 3000;
-  std::map<std::pair<int, int>, int> seen;
-  int verified = 0;
-  for (int seed = 0; seed < n; ++seed) {
-    o.sampling.seed = static_cast<uint64_t>(seed);
-    SpeculativeStats st;
-    s.reset();
-    auto r = generate_speculative(s, drafter, in, o, {1, false}, {}, &st);
-    ASSERT_GE(r.tokens.size(), 2u);
-    ++seen[{r.tokens[0], r.tokens[1]}];
-    verified += st.drafted;
-  }
-  EXPECT_GT(verified, n / 2);
-  for (const auto& [cell, count] : seen) EXPECT_TRUE(exact.count(cell)) << "a pair outside the truncated support";
-  for (const auto& [cell, p] : exact) {
-    const double sigma = std::sqrt(n * p * (1 - p));
-    EXPECT_NEAR(seen[cell], n * p, 5 * sigma + 2) << "pair " << cell.first << "," << cell.second;
-  }
+  expect_pair_frequencies(s, in, o, fixed_draft, exact, 3000, 1500);
 }
 
 
@@ -383,13 +400,7 @@ TEST(SpeculativeConstrained, GreedyMatchesPlainWithModelFreeDrafters) {
   // every draft is cut before verify, so nothing is drafted.
   const auto digit = m.tokenizer->encode("7");
   ASSERT_FALSE(digit.empty());
-  class Always : public Drafter {
-   public:
-    explicit Always(int32_t t) : t_(t) {}
-    const char* name() const override { return "digit"; }
-    void draft(std::span<const int32_t>, int max, std::vector<int32_t>& out) override { out.assign(std::max(max, 0), t_); }
-    int32_t t_;
-  } always(digit.back());
+  Repeat always(digit.back(), 32);
   std::vector<test::ConstraintCase> no_digits;
   for (const auto& c : cases)
     if (c.spec.kind == constrain::ConstraintSpec::Kind::Regex || c.spec.kind == constrain::ConstraintSpec::Kind::Choice)
@@ -447,31 +458,7 @@ TEST(SpeculativeConstrained, SamplingKeepsTheMaskedDistribution) {
     for (const auto& [p2, t2] : c2) exact[{t1, t2}] = p1 / z1 * p2 / z2;
     if (fixed_draft < 0) fixed_draft = c2[1].second;
   }
-  class Fixed : public Drafter {
-   public:
-    explicit Fixed(int32_t t) : t_(t) {}
-    const char* name() const override { return "fixed"; }
-    void draft(std::span<const int32_t>, int max, std::vector<int32_t>& out) override { out.assign(max > 0 ? 1 : 0, t_); }
-    int32_t t_;
-  } drafter(fixed_draft);
-  const int n = 2000;
-  std::map<std::pair<int, int>, int> seen;
-  int verified = 0;
-  for (int seed = 0; seed < n; ++seed) {
-    o.sampling.seed = static_cast<uint64_t>(seed);
-    SpeculativeStats st;
-    s.reset();
-    auto r = generate_speculative(s, drafter, in, o, {1, false}, {}, &st);
-    ASSERT_GE(r.tokens.size(), 2u);
-    ++seen[{r.tokens[0], r.tokens[1]}];
-    verified += st.drafted;
-  }
-  EXPECT_GT(verified, n / 4);
-  for (const auto& [cell, count] : seen) EXPECT_TRUE(exact.count(cell)) << "a pair outside the masked support";
-  for (const auto& [cell, p] : exact) {
-    const double sigma = std::sqrt(n * p * (1 - p));
-    EXPECT_NEAR(seen[cell], n * p, 5 * sigma + 2) << "pair " << cell.first << "," << cell.second;
-  }
+  expect_pair_frequencies(s, in, o, fixed_draft, exact, 2000, 500);
 }
 
 }  // namespace
