@@ -83,9 +83,6 @@ int run(const RunOptions& o) {
   GenerateOptions gen = o.flags.gen;
   double compile_ms = 0;
   if (o.constraint.given()) {  // compiled before any output too
-    if (o.speculative.enabled())
-      fail_as(ErrorCode::InvalidArgument, "a constraint (--json-schema, --json, --regex, --choice, --grammar) cannot be "
-                                          "combined with speculative decoding (--draft) yet: give one of them");
     const auto t0 = std::chrono::steady_clock::now();
     gen.constraint = constrain::compile_constraint(o.constraint.spec(), *m.tokenizer);
     compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

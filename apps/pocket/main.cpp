@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   pocket::cli::add_bench(app, rc);
   pocket::cli::add_eval(app, rc);
   pocket::cli::add_prune_vocab(app, rc);
+  pocket::cli::add_convert_draft(app, rc);
+  pocket::cli::add_ngram_build(app, rc);
   pocket::cli::add_train_head(app, rc);
   pocket::cli::add_classify(app, rc);
   pocket::cli::add_rank(app, rc);

@@ -7,6 +7,7 @@
 #include "runtime/loader.h"
 #include "speculative/drafter.h"
 #include "speculative/model_drafter.h"
+#include "speculative/ngram_cache.h"
 #include "speculative/speculative.h"
 #include "util/error.h"
 
@@ -24,6 +25,9 @@ void SpeculativeFlags::add_to(CLI::App& app) {
   app.add_option("--dflash", dflash,
                  "DFlash draft folder (z-lab format: config.json + model.safetensors) conditioned on this model's "
                  "hidden states; implies --draft dflash");
+  app.add_option("--ngram-cache", ngram_cache,
+                 "With --draft lookup: an n-gram cache file (pocket ngram-build) drafting when the text so far has no "
+                 "match; implies --draft lookup");
   app.add_option("--draft-max", draft_max, "Largest drafted block verified at once (1..32)")
       ->check(CLI::Range(1, 32));
   app.add_flag("--no-adaptive", no_adaptive,
@@ -36,11 +40,17 @@ std::unique_ptr<Drafter> SpeculativeFlags::make_drafter(Session& session, std::s
   std::unique_ptr<Drafter> drafter;
   if (!dflash.empty() && !draft_model.empty())
     fail_as(ErrorCode::InvalidArgument, "--dflash and --draft-model are two drafters: give one");
-  const std::string kind = !draft.empty() ? draft : !draft_model.empty() ? "model" : "dflash";
+  const std::string kind = !draft.empty()         ? draft
+                           : !draft_model.empty() ? "model"
+                           : !dflash.empty()      ? "dflash"
+                           : !ngram_cache.empty() ? "lookup"
+                                                  : "dflash";
   if (!dflash.empty() && kind != "dflash")
     fail_as(ErrorCode::InvalidArgument, "--dflash gives a DFlash draft: use it without --draft or with --draft dflash");
   if (!draft_model.empty() && kind != "model")
     fail_as(ErrorCode::InvalidArgument, "--draft-model gives a draft model: use it without --draft or with --draft model");
+  if (!ngram_cache.empty() && kind != "lookup")
+    fail_as(ErrorCode::InvalidArgument, "--ngram-cache is for the lookup drafter: use it with --draft lookup");
   if (kind == "model") {
     if (draft_model.empty()) fail_as(ErrorCode::InvalidArgument, "--draft model needs --draft-model FILE");
     LoadedModel d = load_model(draft_model);
@@ -51,7 +61,10 @@ std::unique_ptr<Drafter> SpeculativeFlags::make_drafter(Session& session, std::s
     auto d = std::make_shared<const DFlashDraft>(dflash, session.model().config());
     drafter = std::make_unique<DFlashDrafter>(std::move(d), session);
   } else if (kind == "lookup") {
-    drafter = std::make_unique<LookupDrafter>();
+    std::shared_ptr<const NgramCache> cache;
+    if (!ngram_cache.empty())
+      cache = std::make_shared<const NgramCache>(NgramCache::load(ngram_cache, session.model().config().vocab_size));
+    drafter = std::make_unique<LookupDrafter>(2, 4, std::move(cache));
   } else if (kind == "oracle") {
     if (opt.sampling.temperature != 0.0f)
       fail_as(ErrorCode::InvalidArgument, "--draft oracle replays the greedy output: use it with --temp 0");

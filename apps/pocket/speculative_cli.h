@@ -16,10 +16,11 @@ struct SpeculativeFlags {
   std::string draft;       // "" = plain decoding; lookup | oracle | dflash
   std::string dflash;      // a DFlash draft folder (config.json + model.safetensors); implies --draft dflash
   std::string draft_model; // a smaller model with the same tokenizer; implies --draft model
+  std::string ngram_cache; // an n-gram cache file (pocket ngram-build) for the lookup drafter
   int draft_max = 16;
   bool no_adaptive = false;
   void add_to(CLI::App& app);
-  bool enabled() const { return !draft.empty() || !dflash.empty() || !draft_model.empty(); }
+  bool enabled() const { return !draft.empty() || !dflash.empty() || !draft_model.empty() || !ngram_cache.empty(); }
   // The chosen drafter, made before any output so that a bad flag or draft
   // file is the only thing printed (the oracle runs the generation once).
   std::unique_ptr<Drafter> make_drafter(Session& session, std::span<const int32_t> input,

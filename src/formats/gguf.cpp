@@ -363,4 +363,15 @@ std::pair<const uint8_t*, uint64_t> GgufFile::get_byte_array(const std::string& 
   return {a.raw, a.count};
 }
 
+TensorView GgufFile::view(const GgufTensorInfo& t) const {
+  TensorView v;
+  v.name = t.name;
+  v.type = t.type;
+  v.shape = t.shape;
+  v.data = tensor_data(t);
+  v.nbytes = t.nbytes;
+  v.group = (t.type == DType::PQ4 || t.type == DType::PQ8) ? pq_group() : 0;
+  return v;
+}
+
 }  // namespace pocket

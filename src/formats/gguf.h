@@ -101,6 +101,8 @@ class GgufFile {
   const std::map<std::string, GgufValue>& metadata() const { return kv_; }
   // Address of a tensor's bytes (bounds were checked by parse()).
   const void* tensor_data(const GgufTensorInfo& t) const { return file_->data() + data_offset_ + t.offset; }
+  // A view of the tensor's bytes in the mapping (PQ types get the file's group).
+  TensorView view(const GgufTensorInfo& t) const;
 
   const GgufValue* find(const std::string& key) const;
   bool has(const std::string& key) const { return find(key) != nullptr; }

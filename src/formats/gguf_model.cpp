@@ -113,16 +113,7 @@ ModelFile open_gguf(const std::string& path, const OpenOptions& opts) {
            ")");
   }
 
-  for (const auto& t : g.tensors()) {
-    TensorView v;
-    v.name = t.name;
-    v.type = t.type;
-    v.shape = t.shape;
-    v.data = g.tensor_data(t);
-    v.nbytes = t.nbytes;
-    v.group = (t.type == DType::PQ4 || t.type == DType::PQ8) ? g.pq_group() : 0;
-    m.tensors.emplace(t.name, std::move(v));
-  }
+  for (const auto& t : g.tensors()) m.tensors.emplace(t.name, g.view(t));
 
   m.config = config_from_gguf(g, m);
   infer_tensor_flags(m);

@@ -15,6 +15,8 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+}  // namespace
+
 // Masks the logits of the tokens the constraint excludes (and any logits
 // past the tokenizer's vocabulary); returns the microseconds it took to get
 // the mask.
@@ -36,8 +38,6 @@ float apply_constraint(constrain::Matcher& m, std::span<float> logits) {
   if (!any) fail("constraint: no token of the vocabulary can continue the output here");
   return us;
 }
-
-}  // namespace
 
 const char* stop_reason_name(GenerateResult::Stop s) {
   switch (s) {

@@ -57,6 +57,12 @@ struct GenerateResult {
 
 const char* stop_reason_name(GenerateResult::Stop s);
 
+// Sets to -inf the logits of the tokens the matcher's constraint excludes
+// here (and any logits past the tokenizer's vocabulary), as generate() does
+// before sampling; returns the microseconds it took to get the mask. Throws
+// when no token can continue.
+float apply_constraint(constrain::Matcher& m, std::span<float> logits);
+
 class Session {
  public:
   Session(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer, int n_ctx, int n_threads);

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <filesystem>
 #include <set>
 
 #include "generate/sampler.h"
 #include "kernels/kernels.h"
+#include "speculative/dflash_file.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 
@@ -34,12 +36,23 @@ std::vector<float> vector_f32(const TensorView& t, int64_t n, const std::string&
 
 }  // namespace
 
-DFlashDraft::DFlashDraft(const std::string& dir, const ModelConfig& target)
-    : file_(SafetensorsFile::open(dir + "/model.safetensors")) {
-  const std::string where = dir;
+DFlashDraft::DFlashDraft(const std::string& path, const ModelConfig& target) {
+  const std::string where = path;
+  std::string config_text;
+  if (!std::filesystem::exists(path)) fail(path, ": no such DFlash draft folder or file");
+  if (std::filesystem::is_directory(path)) {
+    folder_.emplace(SafetensorsFile::open(path + "/model.safetensors"));
+    tensors_ = folder_->tensors();
+    config_text = read_text_file(path + "/config.json");
+  } else {
+    DFlashDraftFile f = open_dflash_draft_file(path);
+    tensors_ = std::move(f.tensors);
+    file_ = std::move(f.mapping);
+    config_text = std::move(f.config_json);
+  }
   json j;
   try {
-    j = json::parse(read_text_file(dir + "/config.json"));
+    j = json::parse(config_text);
   } catch (const json::exception& e) {
     fail(where, ": config.json is not valid JSON (", e.what(), ")");
   }
@@ -79,7 +92,7 @@ DFlashDraft::DFlashDraft(const std::string& dir, const ModelConfig& target)
   if (c.mask_token_id >= target.vocab_size)
     fail(where, ": mask token ", c.mask_token_id, " is outside the target's embedding (", target.vocab_size, " rows)");
 
-  const auto& ts = file_.tensors();
+  const auto& ts = tensors_;
   std::set<std::string> used;
   auto mat = [&](const std::string& name, int64_t rows, int64_t cols) -> const TensorView* {
     auto it = ts.find(name);

@@ -1,5 +1,6 @@
 // DFlash block drafts (z-lab's published format: a folder with config.json
-// and model.safetensors). A few Qwen3 decoder layers draft a whole block in
+// and model.safetensors, or the same converted into a quantized Pocket file
+// by `pocket convert-draft`: speculative/dflash_file.h). A few Qwen3 decoder layers draft a whole block in
 // one pass: the block is [last accepted token, mask x (B-1)] embedded with
 // the target's embedding; its queries attend, without a causal mask, to the
 // block itself and to context keys/values made from the target's own
@@ -9,7 +10,9 @@
 // from the target's output head. Not covered: DFlash2's causal conv and
 // candidate selector, GGUF dflash.* files.
 #pragma once
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,9 +31,12 @@ struct DFlashConfig {
 
 class DFlashDraft {
  public:
-  // Reads DIR/config.json and DIR/model.safetensors; checks every shape
-  // (and that the draft fits `target`: hidden size, layer ids, mask token).
-  DFlashDraft(const std::string& dir, const ModelConfig& target);
+  // Reads a draft folder (DIR/config.json and DIR/model.safetensors) or a
+  // Pocket draft file (speculative/dflash_file.h); checks every shape (and
+  // that the draft fits `target`: hidden size, layer ids, mask token).
+  DFlashDraft(const std::string& path, const ModelConfig& target);
+  DFlashDraft(const DFlashDraft&) = delete;
+  DFlashDraft& operator=(const DFlashDraft&) = delete;
   const DFlashConfig& config() const { return cfg_; }
 
   struct Layer {
@@ -44,7 +50,9 @@ class DFlashDraft {
 
  private:
   DFlashConfig cfg_;
-  SafetensorsFile file_;
+  std::map<std::string, TensorView> tensors_;  // views into one of:
+  std::optional<SafetensorsFile> folder_;
+  std::shared_ptr<const MappedFile> file_;
   const TensorView* fc_;
   std::vector<float> hidden_norm_, norm_;
   std::vector<Layer> layers_;

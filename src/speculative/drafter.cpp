@@ -2,11 +2,13 @@
 
 #include <algorithm>
 
+#include "speculative/ngram_cache.h"
 #include "util/error.h"
 
 namespace pocket {
 
-LookupDrafter::LookupDrafter(int ngram_min, int ngram_max) : ngram_min_(ngram_min), ngram_max_(ngram_max) {
+LookupDrafter::LookupDrafter(int ngram_min, int ngram_max, std::shared_ptr<const NgramCache> cache)
+    : ngram_min_(ngram_min), ngram_max_(ngram_max), cache_(std::move(cache)) {
   if (ngram_min < 1 || ngram_max < ngram_min)
     fail_as(ErrorCode::InvalidArgument, "lookup n-gram sizes ", ngram_min, "..", ngram_max, " (need 1 <= min <= max)");
 }
@@ -25,6 +27,10 @@ void LookupDrafter::draft(std::span<const int32_t> history, int max, std::vector
       out.assign(history.begin() + from, history.begin() + from + count);
       return;
     }
+  }
+  if (cache_) {
+    const auto next = cache_->lookup(history, max);
+    out.assign(next.begin(), next.end());
   }
 }
 

@@ -7,11 +7,14 @@
 // This header: the drafter interface and the drafters that need no model.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace pocket {
+
+class NgramCache;
 
 class Drafter {
  public:
@@ -26,14 +29,17 @@ class Drafter {
 // to ngram_min) that occurred before, most recent occurrence first, and
 // the tokens that followed it there. Costs microseconds; pays on rewriting,
 // quoting, code edits and chat about a document.
+// With an n-gram cache (speculative/ngram_cache.h), a history without a
+// match drafts the cache's continuation of its last tokens instead.
 class LookupDrafter : public Drafter {
  public:
-  explicit LookupDrafter(int ngram_min = 2, int ngram_max = 4);
+  explicit LookupDrafter(int ngram_min = 2, int ngram_max = 4, std::shared_ptr<const NgramCache> cache = nullptr);
   const char* name() const override { return "lookup"; }
   void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) override;
 
  private:
   int ngram_min_, ngram_max_;
+  std::shared_ptr<const NgramCache> cache_;
 };
 
 // The oracle: replays a known continuation (the target's own greedy output),

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
+#include <optional>
 
 #include "generate/text_stream.h"
 #include "speculative/planner.h"
@@ -22,6 +24,17 @@ double probability(std::span<const std::pair<float, int32_t>> cands, int32_t id)
     if (c.second == id) w = c.first;
   }
   return total > 0 ? w / total : 0.0;
+}
+
+// Cuts `draft` before its first token the constraint rejects (and after an
+// end-of-sequence token); the matcher ends where it started.
+void trim_to_constraint(constrain::Matcher& m, const Tokenizer& tok, std::vector<int32_t>& draft) {
+  size_t n = 0;
+  while (n < draft.size() && m.advance(draft[n])) {
+    if (tok.is_eos(draft[n++])) break;
+  }
+  m.rollback(static_cast<int>(n));
+  draft.resize(n);
 }
 
 }  // namespace
@@ -54,10 +67,27 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
 
   TextStream stream(tok, opt.stop_strings);
   std::vector<int32_t> history(input.begin(), input.end());
+  // A constraint masks every distribution a token is chosen from (the
+  // target's rows, for greedy and sampling alike), drafts are cut at the
+  // first token it rejects, and the matcher moves only over taken tokens.
+  std::optional<constrain::Matcher> matcher;
+  if (opt.constraint) {
+    matcher.emplace(opt.constraint->matcher());
+    r.constraint_used = true;
+    stream.continue_after(INT32_MAX);  // as Session::generate: the text is the bytes the matcher saw
+  }
+  // Picks a token from one row of logits as Session::generate would: masked,
+  // then drawn from the sampler's candidates (skipping `exclude`).
+  auto choose = [&](std::span<float> row, std::span<const std::pair<float, int32_t>> cands, int32_t exclude) {
+    int32_t t = greedy ? cands[0].second : sampler.draw(cands, exclude);
+    if (matcher && !matcher->would_accept(t)) t = argmax(row);
+    return t;
+  };
   // Takes one generated token as Session::generate does; false ends
   // generation (r.stop says why).
   auto take = [&](int32_t t) {
-    if (opt.stop_at_eos && tok.is_eos(t)) {
+    if (matcher && !matcher->advance(t)) fail("constraint: no allowed token to sample");
+    if ((opt.stop_at_eos || matcher) && tok.is_eos(t)) {
       r.stop = GenerateResult::Stop::Eos;
       r.eos_token = t;
       return false;
@@ -87,7 +117,14 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
   std::vector<int32_t> draft, block;
   constexpr int kMaxBackoff = 32;
   int backoff = 0, skip = 0;
-  int32_t next = opt.max_tokens > 0 ? sampler.sample(logits, history) : -1;
+  int32_t next = -1;
+  if (matcher && matcher->complete() && opt.max_tokens > 0) {
+    r.stop = GenerateResult::Stop::ConstraintEnd;
+  } else if (opt.max_tokens > 0) {
+    if (matcher) r.mask_us.push_back(apply_constraint(*matcher, logits));
+    next = sampler.sample(logits, history);
+    if (matcher && !matcher->would_accept(next)) next = argmax(logits);
+  }
   while (next >= 0 && take(next)) {
     const int cached = static_cast<int>(session.cached_tokens().size());
     if (cached >= session.context_size()) {
@@ -96,6 +133,10 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     }
     if (opt.cancelled && opt.cancelled()) {
       r.stop = GenerateResult::Stop::Cancelled;
+      break;
+    }
+    if (matcher && matcher->complete()) {
+      r.stop = GenerateResult::Stop::ConstraintEnd;
       break;
     }
     // Draft, then choose how much of it to verify: it must leave room for
@@ -111,6 +152,7 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     } else {
       auto td = Clock::now();
       drafter.draft(history, std::min(room, planner.draft_max()), draft);
+      if (matcher) trim_to_constraint(*matcher, tok, draft);
       const double dt = seconds_since(td);
       st.draft_seconds += dt;
       planner.record_draft_time(dt);
@@ -138,19 +180,25 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     bool stopped = false;
     next = -1;
     for (int i = 0; i <= k && !stopped; ++i) {
-      auto cands = sampler.candidates(rows.subspan(static_cast<size_t>(i) * V, V), history);
+      std::span<float> row = rows.subspan(static_cast<size_t>(i) * V, V);
+      if (matcher) r.mask_us.push_back(apply_constraint(*matcher, row));
+      auto cands = sampler.candidates(row, history);
       if (i == k) {
-        next = greedy ? cands[0].second : sampler.draw(cands);
+        next = choose(row, cands, -1);
         break;
       }
       const int32_t d = draft[static_cast<size_t>(i)];
       const bool ok = greedy ? cands[0].second == d : sampler.chance(probability(cands, d));
       if (!ok) {
-        next = greedy ? cands[0].second : sampler.draw(cands, d);
+        next = choose(row, cands, d);
         break;
       }
       ++accepted;
       stopped = !take(d);
+      if (!stopped && matcher && matcher->complete()) {  // Session::generate stops before its next step
+        r.stop = GenerateResult::Stop::ConstraintEnd;
+        stopped = true;
+      }
     }
     if (k > 0) {
       ++st.verify_steps;
@@ -170,6 +218,7 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     r.text += tail;
     if (on_text) on_text(tail);
   }
+  if (matcher) r.constraint_complete = matcher->accepting() && r.stop != GenerateResult::Stop::StopString;
   r.decode_seconds = seconds_since(t0);
   if (stats) *stats = st;
   return r;

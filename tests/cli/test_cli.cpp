@@ -25,6 +25,15 @@ TEST(Cli, RunPrintsTheGreedyStory) {
     EXPECT_EQ(s.code, 0) << s.out;
     EXPECT_EQ(s.out, r.out) << draft;
   }
+  // Under a constraint, speculative decoding prints what plain decoding does.
+  const std::string regex = " -n 24 --temp 0 -q --regex \"( [a-z]+){3,8}\\.\"";
+  auto c = run("run -m " + stories() + regex);
+  EXPECT_EQ(c.code, 0) << c.out;
+  for (const std::string& draft : {std::string("lookup"), std::string("oracle"), "model --draft-model " + stories()}) {
+    auto s = run("run -m " + stories() + regex + " --draft " + draft + " --draft-max 4");
+    EXPECT_EQ(s.code, 0) << s.out;
+    EXPECT_EQ(s.out, c.out) << draft;
+  }
 }
 
 TEST(Cli, ChatWorksFromAPipe) {
@@ -61,13 +70,17 @@ TEST(Cli, BadInputGivesOneClearError) {
       {"run -m " + stories() + " -c 100000", "", "context", 1},
       {"run -m " + stories() + " -c 8 -p \"one two three four five six seven eight nine ten\"", "", "context", 1},
       {"run -m " + stories() + " --draft dflash", "", "--dflash DIR", 1},
-      {"run -m " + stories() + " --dflash /nonexistent/draft", "", "/nonexistent/draft/model.safetensors", 1},
+      {"run -m " + stories() + " --dflash /nonexistent/draft", "", "/nonexistent/draft: no such DFlash draft folder or file", 1},
       {"run -m " + stories() + " --draft lookup --dflash /nonexistent/draft", "", "--dflash", 1},
       {"run -m " + stories() + " --draft bogus", "", "--draft", 2},
       {"run -m " + stories() + " --draft model", "", "--draft-model FILE", 1},
       {"run -m " + stories() + " --draft-model /nonexistent/draft.gguf", "", "/nonexistent/draft.gguf", 1},
-      {"run -m " + stories() + " --draft lookup --choice yes --choice no", "", "cannot be combined with speculative decoding", 1},
       {"info " + pocket::test::stories_tokenizer(), "", "tok512.bin", 1},
+      {"convert-draft /nonexistent/draft /tmp/never-written.pocket", "", "/nonexistent/draft/config.json", 1},
+      {"convert-draft /nonexistent/draft /tmp/never-written.pocket --weights q5", "", "--weights", 1},
+      {"run -m " + stories() + " --ngram-cache /nonexistent/c.ngram", "", "/nonexistent/c.ngram: cannot open", 1},
+      {"run -m " + stories() + " --draft oracle --ngram-cache /nonexistent/c.ngram", "", "--draft lookup", 1},
+      {"ngram-build -m " + stories() + " --corpus /nonexistent/corpus.txt -o /tmp/never.ngram", "", "/nonexistent/corpus.txt", 1},
       {"frobnicate", "", "frobnicate", 2},
       {"info", "", "model", 2},
   };

@@ -1,10 +1,12 @@
 // Draft-model speculation: a draft with the same vocabulary keeps its own
 // KV cache in step with the target (an identical draft is always accepted),
 // a different draft (PQ4 weights for an F32 target) gives the target's
-// greedy output exactly, and a draft with another vocabulary is refused.
+// greedy output exactly, also under a constraint, and a draft with another
+// vocabulary is refused.
 #include <gtest/gtest.h>
 
 #include "common/test_util.h"
+#include "constrained_check.h"
 #include "convert/create_model.h"
 #include "runtime/loader.h"
 #include "speculative/model_drafter.h"
@@ -69,6 +71,29 @@ TEST(ModelDrafter, ADraftWithAnotherVocabularyIsRefused) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("must share the tokenizer"), std::string::npos) << e.what();
   }
+}
+
+// Under a constraint (each kind): the draft model's drafts are cut by the
+// matcher and the output equals constrained plain greedy decoding.
+TEST(ModelDrafter, ConstrainedGreedyEqualsPlain) {
+  POCKET_SKIP_WHEN_EMULATED("masks and acceptance are ISA-independent; the greedy tests run per level");
+  test::TempDir dir;
+  const LoadedModel target = tiny_qwen3(dir, DType::F32), q4 = tiny_qwen3(dir, DType::PQ4);
+  Session s(target.model, target.tokenizer, 128, 2);
+  ModelDrafter same(target.model, target.tokenizer, *target.tokenizer, 128, 1, 0.0f);
+  ModelDrafter other(q4.model, q4.tokenizer, *target.tokenizer, 128, 1);
+  const auto cases = test::constraint_cases(*target.tokenizer);
+  test::ConstrainedTotals total;
+  for (int i = 0; i < 3; ++i) {
+    const auto in = test::some_tokens(3 + 5 * i, 290, 80 + static_cast<uint64_t>(i));
+    for (ModelDrafter* d : {&same, &other}) {
+      const auto t = test::expect_constrained_greedy_as_plain(s, *d, in, cases, 40, {3, 8});
+      total.drafted += t.drafted;
+      total.accepted += t.accepted;
+    }
+  }
+  EXPECT_GT(total.accepted, 0);
+  EXPECT_GT(total.drafted, total.accepted) << "every draft was accepted: the matcher's cut was never exercised";
 }
 
 }  // namespace

@@ -3,14 +3,17 @@
 // prompts on stories260K, a synthetic Qwen3-shaped model and pocket-mini,
 // with drafters that are always right (oracle), partly right (a corrupted
 // oracle: rejections at every position of a block) and prompt lookup;
-// and sampling's rejection rule against the exact distribution.
+// and sampling's rejection rule against the exact distribution; the same
+// under a constraint (masked distributions, drafts cut by the matcher).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
 
 #include "common/test_util.h"
+#include "constrained_check.h"
 #include "convert/create_model.h"
 #include "runtime/loader.h"
 #include "speculative/drafter.h"
@@ -59,6 +62,20 @@ class CorruptedReplay : public Drafter {
 
  private:
   std::vector<int32_t> seq_;
+};
+
+// Proposes `count` copies of one token (fewer when asked for fewer).
+class Repeat : public Drafter {
+ public:
+  Repeat(int32_t token, int count) : token_(token), count_(count) {}
+  const char* name() const override { return "repeat"; }
+  void draft(std::span<const int32_t>, int max, std::vector<int32_t>& out) override {
+    out.assign(static_cast<size_t>(std::clamp(max, 0, count_)), token_);
+  }
+
+ private:
+  int32_t token_;
+  int count_;
 };
 
 GenerateOptions greedy(int n) {
@@ -271,6 +288,32 @@ TEST(Speculative, PlannerFallsBackToPlainWhenDraftsFailAndGrowsBlocksWhenTheyHit
   EXPECT_THROW(BlockPlanner(33, true), Error);
 }
 
+// Runs n seeded speculative generations whose drafter always proposes the
+// one token `draft` and checks the frequencies of the first two generated
+// tokens against the exact joint distribution (within 5 sigma), and that
+// at least `min_verified` drafts were verified.
+void expect_pair_frequencies(Session& s, const std::vector<int32_t>& in, GenerateOptions o, int32_t draft,
+                             const std::map<std::pair<int, int>, double>& exact, int n, int min_verified) {
+  Repeat drafter(draft, 1);
+  std::map<std::pair<int, int>, int> seen;
+  int verified = 0;
+  for (int seed = 0; seed < n; ++seed) {
+    o.sampling.seed = static_cast<uint64_t>(seed);
+    SpeculativeStats st;
+    s.reset();
+    auto r = generate_speculative(s, drafter, in, o, {1, false}, {}, &st);
+    ASSERT_GE(r.tokens.size(), 2u);
+    ++seen[{r.tokens[0], r.tokens[1]}];
+    verified += st.drafted;
+  }
+  EXPECT_GE(verified, min_verified);
+  for (const auto& [cell, count] : seen) EXPECT_TRUE(exact.count(cell)) << "a pair outside the (masked, truncated) support";
+  for (const auto& [cell, p] : exact) {
+    const double sigma = std::sqrt(n * p * (1 - p));
+    EXPECT_NEAR(seen[cell], n * p, 5 * sigma + 2) << "pair " << cell.first << "," << cell.second;
+  }
+}
+
 // Sampling: the first two generated tokens of speculative sampling (a fixed
 // draft verified for the second) against the exact joint distribution
 // computed from the model's own logits, over many seeds.
@@ -312,31 +355,111 @@ TEST(Speculative, SamplingKeepsTheDistribution) {
     for (const auto& [p2, t2] : c2) exact[{t1, t2}] = p1 / z1 * p2 / z2;
     if (fixed_draft < 0) fixed_draft = c2[1].second;  // a likely but not certain second token
   }
-  class Fixed : public Drafter {
-   public:
-    explicit Fixed(int32_t t) : t_(t) {}
-    const char* name() const override { return "fixed"; }
-    void draft(std::span<const int32_t>, int max, std::vector<int32_t>& out) override { out.assign(max > 0 ? 1 : 0, t_); }
-    int32_t t_;
-  } drafter(fixed_draft);
-  const int n = 3000;
-  std::map<std::pair<int, int>, int> seen;
-  int verified = 0;
-  for (int seed = 0; seed < n; ++seed) {
-    o.sampling.seed = static_cast<uint64_t>(seed);
-    SpeculativeStats st;
+  expect_pair_frequencies(s, in, o, fixed_draft, exact, 3000, 1500);
+}
+
+
+// Constraints: greedy constrained speculative output equals constrained
+// plain output with the model-free drafters: an oracle replaying the
+// constrained output (everything accepted), the unconstrained output
+// (drafts the matcher cuts), a corrupted replay and prompt lookup.
+TEST(SpeculativeConstrained, GreedyMatchesPlainWithModelFreeDrafters) {
+  POCKET_SKIP_WHEN_EMULATED("masks and acceptance are ISA-independent; the greedy tests run per level");
+  const LoadedModel& m = stories();
+  Session s(m.model, m.tokenizer, 256, 2);
+  const auto cases = test::constraint_cases(*m.tokenizer);
+  const std::vector<int> blocks = {1, 4, 16};
+  test::ConstrainedTotals total;
+  for (const auto& in : prompts(m, 4)) {
+    const auto free_run = plain(s, in, greedy(48));
+    std::vector<int32_t> free_seq = in;
+    free_seq.insert(free_seq.end(), free_run.r.tokens.begin(), free_run.r.tokens.end());
+    ReplayDrafter unconstrained(free_seq);
+    CorruptedReplay corrupted(free_seq, in.size(), 3, m.model->config().vocab_size);
+    LookupDrafter lookup(1, 3);
+    for (Drafter* d : std::vector<Drafter*>{&unconstrained, &corrupted, &lookup}) {
+      auto t = test::expect_constrained_greedy_as_plain(s, *d, in, cases, 48, blocks);
+      total.drafted += t.drafted;
+      total.accepted += t.accepted;
+      total.complete += t.complete;
+    }
+    for (const auto& c : cases) {  // the oracle of each constrained output: every draft accepted
+      GenerateOptions o = greedy(48);
+      o.constraint = c.compiled;
+      s.reset();
+      const auto want = s.generate(in, o);
+      std::vector<int32_t> seq = in;
+      seq.insert(seq.end(), want.tokens.begin(), want.tokens.end());
+      ReplayDrafter oracle(seq);
+      const auto t = test::expect_constrained_greedy_as_plain(s, oracle, in, {c}, 48, blocks);
+      EXPECT_EQ(t.accepted, t.drafted) << constrain::kind_name(c.spec.kind);
+      EXPECT_GT(t.drafted, 0);
+    }
+  }
+  // A drafter proposing only a token the regex and choice cases never allow
+  // (a digit):
+  // every draft is cut before verify, so nothing is drafted.
+  const auto digit = m.tokenizer->encode("7");
+  ASSERT_FALSE(digit.empty());
+  Repeat always(digit.back(), 32);
+  std::vector<test::ConstraintCase> no_digits;
+  for (const auto& c : cases)
+    if (c.spec.kind == constrain::ConstraintSpec::Kind::Regex || c.spec.kind == constrain::ConstraintSpec::Kind::Choice)
+      no_digits.push_back(c);
+  const auto cut = test::expect_constrained_greedy_as_plain(s, always, prompts(m, 1)[0], no_digits, 24, {4});
+  EXPECT_EQ(cut.drafted, 0) << "drafts the constraint rejects reached verify";
+  EXPECT_GT(total.complete, 0) << "no constrained output completed: validity was never checked";
+  EXPECT_GT(total.drafted, total.accepted) << "no draft was rejected";
+  EXPECT_GT(total.accepted, 0);
+}
+
+// Sampling under a constraint: the first two tokens of speculative sampling
+// (a fixed allowed draft verified for the second) against the exact joint
+// distribution of the masked, truncated logits, over many seeds.
+TEST(SpeculativeConstrained, SamplingKeepsTheMaskedDistribution) {
+  POCKET_SKIP_WHEN_EMULATED("2000 short generations; the rule is ISA-independent");
+  const LoadedModel& m = stories();
+  Session s(m.model, m.tokenizer, 64, 1);
+  EncodeOptions eo;
+  eo.add_bos = true;
+  auto in = m.tokenizer->encode("Once upon a time there was a", eo);
+  constrain::ConstraintSpec spec;
+  spec.kind = constrain::ConstraintSpec::Kind::Regex;
+  spec.text = " [b-z][a-z]*( [b-z][a-z]*)+";  // words not starting with 'a': masks the likeliest tokens
+  auto constraint = constrain::compile_constraint(spec, *m.tokenizer);
+  GenerateOptions o;
+  o.max_tokens = 3;
+  o.sampling.temperature = 1.0f;
+  o.sampling.top_k = 4;
+  o.sampling.top_p = 1.0f;
+  o.sampling.min_p = 0.0f;
+  o.constraint = constraint;
+  std::map<std::pair<int, int>, double> exact;
+  Sampler probe(o.sampling);
+  constrain::Matcher matcher = constraint->matcher();
+  auto masked_candidates = [&](const std::vector<int32_t>& seq) {
     s.reset();
-    auto r = generate_speculative(s, drafter, in, o, {1, false}, {}, &st);
-    ASSERT_GE(r.tokens.size(), 2u);
-    ++seen[{r.tokens[0], r.tokens[1]}];
-    verified += st.drafted;
+    auto l = s.prefill(seq);
+    std::vector<float> row(l.begin(), l.end());
+    apply_constraint(matcher, row);
+    auto c = probe.candidates(row, seq);
+    return std::vector<std::pair<float, int32_t>>(c.begin(), c.end());
+  };
+  const auto c1 = masked_candidates(in);
+  int32_t fixed_draft = -1;
+  for (const auto& [p1, t1] : c1) {
+    auto seq = in;
+    seq.push_back(t1);
+    ASSERT_TRUE(matcher.advance(t1));
+    const auto c2 = masked_candidates(seq);
+    matcher.rollback(1);
+    double z1 = 0, z2 = 0;
+    for (auto& c : c1) z1 += c.first;
+    for (auto& c : c2) z2 += c.first;
+    for (const auto& [p2, t2] : c2) exact[{t1, t2}] = p1 / z1 * p2 / z2;
+    if (fixed_draft < 0) fixed_draft = c2[1].second;
   }
-  EXPECT_GT(verified, n / 2);
-  for (const auto& [cell, count] : seen) EXPECT_TRUE(exact.count(cell)) << "a pair outside the truncated support";
-  for (const auto& [cell, p] : exact) {
-    const double sigma = std::sqrt(n * p * (1 - p));
-    EXPECT_NEAR(seen[cell], n * p, 5 * sigma + 2) << "pair " << cell.first << "," << cell.second;
-  }
+  expect_pair_frequencies(s, in, o, fixed_draft, exact, 2000, 500);
 }
 
 }  // namespace

@@ -1,0 +1,95 @@
+#include "speculative/dflash_file.h"
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "formats/gguf.h"
+#include "formats/gguf_writer.h"
+#include "formats/safetensors.h"
+#include "kernels/kernels.h"
+#include "quant/quantize.h"
+#include "util/error.h"
+#include "util/mapped_file.h"
+
+namespace pocket {
+
+namespace {
+
+// The element count a matrix row must be a multiple of to take `type`.
+int row_block(DType type, int group) {
+  switch (type) {
+    case DType::PQ4:
+    case DType::PQ8:
+      return group;
+    default:
+      return 1;
+  }
+}
+
+}  // namespace
+
+DFlashConvertReport convert_dflash_draft(const std::string& dir, const std::string& out,
+                                         const DFlashConvertOptions& opt) {
+  if (opt.weights != DType::PQ8 && opt.weights != DType::PQ4 && opt.weights != DType::F16 && opt.weights != DType::F32)
+    fail_as(ErrorCode::InvalidArgument, "a DFlash draft's matrices can be PQ8, PQ4, F16 or F32, not ",
+            dtype_name(opt.weights));
+  const std::string config = read_text_file(dir + "/config.json");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(config);
+  } catch (const nlohmann::json::exception& e) {
+    fail(dir, ": config.json is not valid JSON (", e.what(), ")");
+  }
+  if (!j.is_object() || !j.contains("dflash_config")) fail(dir, ": config.json has no \"dflash_config\": not a DFlash draft");
+  const SafetensorsFile st = SafetensorsFile::open(dir + "/model.safetensors");
+  GgufWriter w;
+  w.set_string("general.architecture", "dflash-draft");
+  w.set_u32("pocket.version", kPocketFileVersion);
+  const bool pq = opt.weights == DType::PQ4 || opt.weights == DType::PQ8;
+  if (pq) w.set_u32("pocket.quant.group_size", static_cast<uint32_t>(opt.group));
+  w.set_string(kDFlashConfigKey, config);
+  DFlashConvertReport rep;
+  std::vector<std::vector<uint8_t>> keep;  // bytes the writer streams from
+  for (const auto& [name, t] : st.tensors()) {
+    const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1, cols = t.shape.empty() ? 0 : t.shape.back();
+    if (t.shape.empty() || t.shape.size() > 2 || cols <= 0)
+      fail(dir, ": tensor ", name, " has ", t.shape.size(), " dimensions; a DFlash draft has vectors and matrices");
+    std::vector<float> f(static_cast<size_t>(rows * cols));
+    TensorView m = t;
+    m.shape = {rows, cols};
+    for (int64_t r = 0; r < rows; ++r) kernels::dequant_row(m, r, f.data() + r * cols);
+    const bool quantize_it = t.shape.size() == 2 && cols % row_block(opt.weights, opt.group) == 0;
+    const DType type = quantize_it ? opt.weights : DType::F32;
+    std::vector<uint8_t> bytes;
+    if (type == DType::F32) {
+      bytes.resize(f.size() * sizeof(float));
+      std::memcpy(bytes.data(), f.data(), bytes.size());
+    } else {
+      bytes = quantize(f.data(), rows, cols, type, opt.group);
+    }
+    rep.bytes_in += t.nbytes;
+    rep.bytes_out += bytes.size();
+    ++rep.tensors;
+    rep.quantized += quantize_it;
+    keep.push_back(std::move(bytes));
+    w.add_tensor(name, type, t.shape, keep.back().data(), keep.back().size(), type == opt.weights && pq ? opt.group : 0);
+  }
+  w.write(out);
+  return rep;
+}
+
+DFlashDraftFile open_dflash_draft_file(const std::string& path) {
+  DFlashDraftFile f;
+  f.mapping = MappedFile::open(path);
+  const GgufFile g = GgufFile::parse(f.mapping);
+  const auto config = g.get_string(kDFlashConfigKey);
+  if (!config)
+    fail(path, ": not a Pocket DFlash draft file (no ", kDFlashConfigKey,
+         "; make one with pocket convert-draft, or give the draft's folder)");
+  f.config_json = std::string(*config);
+  for (const GgufTensorInfo& t : g.tensors()) f.tensors[t.name] = g.view(t);
+  return f;
+}
+
+}  // namespace pocket
