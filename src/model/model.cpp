@@ -153,6 +153,10 @@ Model::Model(std::shared_ptr<const ModelFile> file) : file_(std::move(file)), cf
 // kernel's prefill speed); the file pages they came from are released, so
 // the copy does not add to the resident memory. Tensors are repacked in
 // parallel, one per task.
+int Model::repack_threads() {
+  return static_cast<int>(std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 8)));
+}
+
 void Model::repack_weights() {
   std::vector<const TensorView**> slots = {&embedding_, &output_};
   for (Layer& L : layers_)
@@ -163,9 +167,17 @@ void Model::repack_weights() {
   if (todo.empty()) return;
   std::vector<std::optional<std::vector<uint8_t>>> bytes(todo.size());
   {
-    ThreadPool pool(static_cast<int>(std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 8))));
+    // Each tensor's file pages go as soon as its copy exists, so the load
+    // holds at most one copy per thread beside the pages it replaces.
+    ThreadPool pool(repack_threads());
     pool.parallel_for(static_cast<int64_t>(todo.size()), [&](int64_t b, int64_t e, int) {
-      for (int64_t i = b; i < e; ++i) bytes[static_cast<size_t>(i)] = quant::repack_q4_0_to_pq4(*todo[static_cast<size_t>(i)]);
+      for (int64_t i = b; i < e; ++i) {
+        const TensorView& w = *todo[static_cast<size_t>(i)];
+        auto& out = bytes[static_cast<size_t>(i)];
+        out = quant::repack_q4_0_to_pq4(w);
+        if (out)
+          for (const auto& m : file_->mappings) m->release(w.data, w.nbytes);
+      }
     });
   }
   for (size_t i = 0; i < todo.size(); ++i) {
@@ -179,7 +191,6 @@ void Model::repack_weights() {
     r->view.nbytes = r->bytes.size();
     for (const TensorView** w : slots)
       if (*w == todo[i]) *w = &r->view;
-    for (const auto& m : file_->mappings) m->release(todo[i]->data, todo[i]->nbytes);
     repacked_.push_back(std::move(r));
   }
 }

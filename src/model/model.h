@@ -57,6 +57,8 @@ class Model {
   // Weights re-laid out at load for faster kernels (GGUF Q4_0 as PQ4, the
   // same values exactly: quant/repack.h); their file pages are released.
   int repacked_weights() const { return static_cast<int>(repacked_.size()); }
+  // Threads that repack at load (each holds one copy in flight: budget/).
+  static int repack_threads();
 
   // Largest number of tokens processed in one batch; longer inputs are split.
   static constexpr int kMaxBatch = 128;
