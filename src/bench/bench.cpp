@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bench/system.h"
+#include "model/kv_bytes.h"
 #include "model/model.h"
 #include "runtime/loader.h"
 #include "util/thread_pool.h"
@@ -53,7 +54,7 @@ double decode_bytes(const ModelFile& f, double context, double* kv_part) {
     if (name != "token_embd.weight") weights += static_cast<double>(t.nbytes);
   weights += static_cast<double>(emb.nbytes) / static_cast<double>(emb.rows());
   if (c.tied_embeddings) weights += static_cast<double>(emb.nbytes);
-  *kv_part = static_cast<double>(kv_bytes_per_token(c, KvType::F16)) * context;
+  *kv_part = static_cast<double>(kv_bytes_per_token(c, KVType::F16)) * context;
   return weights + *kv_part;
 }
 
@@ -196,7 +197,7 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
   r.cpu_s_per_inference = stat_of(cpu).median;
   r.peak_rss_mb = std::max(peak_mb, rss_mb("VmHWM"));
   r.peak_increase_mb = r.peak_rss_mb - r.baseline_rss_mb;
-  r.kv_cache_bytes_per_position = static_cast<double>(kv_bytes_per_token(c, KvType::F16));
+  r.kv_cache_bytes_per_position = static_cast<double>(kv_bytes_per_token(c, KVType::F16));
   // After the peak reading: the sweep's larger cache is not part of it.
   if (!opt.ctx_sweep.empty() && !stopped()) r.sweep = run_sweep(model, opt, pool, stopped);
 

@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <string>
 
-#include "budget/kv_bytes.h"
+#include "model/kv_bytes.h"
 #include "core/config.h"
 
 namespace pocket {
@@ -34,7 +34,7 @@ struct MemoryRequest {
   int max_context = 0;  // ...up to this (the default context: the model's, capped at 4096)
   int batch = 0;      // prompt tokens per forward pass (0 = Model::kMaxBatch)
   int threads = 1;
-  KvType kv = KvType::F16;
+  KVType kv = KVType::F16;
 };
 
 struct MemoryPlan {

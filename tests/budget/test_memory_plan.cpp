@@ -24,9 +24,9 @@ TEST(MemoryPlan, KvBytesAreWhatTheCacheReserves) {
     for (int n : {1, 64, 300, 1000}) {
       if (n > cfg.max_seq_len) continue;
       KVCache cache(cfg, n);
-      EXPECT_EQ(kv_cache_bytes(cfg, KvType::F16, n), cache.reserved_bytes()) << preset << " at " << n;
+      EXPECT_EQ(kv_cache_bytes(cfg, KVType::F16, n), cache.reserved_bytes()) << preset << " at " << n;
     }
-    EXPECT_EQ(kv_bytes_per_token(cfg, KvType::F16), 4ull * cfg.n_layers * cfg.kv_dim()) << preset;
+    EXPECT_EQ(kv_bytes_per_token(cfg, KVType::F16), 4ull * cfg.n_layers * cfg.kv_dim()) << preset;
   }
 }
 
@@ -42,8 +42,9 @@ TEST(MemoryPlan, ChoosesTheLargestContextThatFits) {
     EXPECT_TRUE(p.context_chosen);
     EXPECT_LE(p.peak(), uint64_t(r.budget_mb) * kMiB);
     EXPECT_GE(p.context, target);
-    if (p.context < r.max_context)
+    if (p.context < r.max_context) {
       EXPECT_GT(memory_for(file, file.vocab, r, p.context + 1).peak(), uint64_t(r.budget_mb) * kMiB) << p.describe();
+    }
   }
   // A fixed context that fits is kept as given.
   r.budget_mb = 1000;
