@@ -1,7 +1,6 @@
 #include "budget/memory_plan.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <vector>
 
 #include "core/dtype.h"
@@ -78,10 +77,10 @@ uint64_t scratch_of(const ModelConfig& c, int context, int batch, int threads) {
   return pages(4 * B * row) + pages(acts) + pages(scores) + pages(vocab) + pages(tokens);
 }
 
+// Tenths of a MiB, rounded up (so a budget of the figure shown always holds it).
 std::string mib(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / static_cast<double>(kMiB));
-  return buf;
+  const uint64_t tenths = (bytes * 10 + kMiB - 1) / kMiB;
+  return cat(tenths / 10, ".", tenths % 10, " MiB");
 }
 
 }  // namespace
@@ -126,7 +125,8 @@ MemoryPlan plan_memory(const ModelFile& file, const Vocab& vocab, const MemoryRe
   const int largest = r.max_context;
   const auto refuse = [&](const MemoryPlan& p, const std::string& what) {
     fail_as(ErrorCode::InvalidArgument, "the memory budget of ", r.budget_mb, " MiB is too small ", what, ": ", p.describe(),
-            " (raise --mem-budget", r.context > 0 ? ", lower the context" : "", " or lower --batch)");
+            " (raise --mem-budget to at least ", (p.peak() + kMiB - 1) / kMiB, " MiB",
+            r.context > 0 ? ", lower the context" : "", " or lower --batch)");
   };
   if (r.context > 0) {
     MemoryPlan p = memory_for(file, vocab, r, r.context);
