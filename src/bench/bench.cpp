@@ -125,7 +125,9 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
   budget.threads = opt.threads;
   if (opt.mem_budget_mb > 0 && !opt.ctx_sweep.empty())
     fail("bench: --mem-budget and --ctx cannot be combined (the sweep's context is not in the plan)");
-  LoadedModel m = load_model(path, {}, {}, opt.mem_budget_mb > 0 ? &budget : nullptr);
+  OpenOptions oo;
+  oo.exact_kquants = opt.exact_kquants;
+  LoadedModel m = load_model(path, oo, {}, opt.mem_budget_mb > 0 ? &budget : nullptr);
   if (m.plan) r.memory_plan = m.plan->describe();
   const Model& model = *m.model;
   const ModelConfig& c = model.config();

@@ -31,13 +31,14 @@ struct Weights {
 // The file's pages (all touched at load), less what repacking releases,
 // plus the repacked copies; while loading, up to one copy per repacking
 // thread exists beside the pages it replaces.
-Weights weights_of(const ModelFile& file) {
+Weights weights_of(const ModelFile& file, bool repack_kquants) {
   Weights w;
   for (const auto& m : file.mappings) w.resident += pages(m->size());
   for (const auto& b : file.buffers) w.resident += pages(b->size());
   std::vector<uint64_t> copies;
   for (const auto& [name, t] : file.tensors) {
-    if (t.type != DType::Q4_0 || t.shape.size() != 2) continue;
+    const bool repacked = t.type == DType::Q4_0 || (t.type == DType::Q4_K && repack_kquants);
+    if (!repacked || t.shape.size() != 2) continue;
     const uint64_t copy = tensor_nbytes(DType::PQ4, t.shape, 32, name);
     // Only whole pages inside the tensor are released.
     const uint64_t released = t.nbytes > 2 * kPage ? (t.nbytes - 2 * kPage) / kPage * kPage : 0;
@@ -102,7 +103,7 @@ std::string MemoryPlan::describe() const {
 
 MemoryPlan memory_for(const ModelFile& file, const Vocab& vocab, const MemoryRequest& r, int context) {
   const ModelConfig& c = file.config;
-  const Weights w = weights_of(file);
+  const Weights w = weights_of(file, r.repack_kquants);
   MemoryPlan p;
   p.weights = w.resident;
   p.load_extra = w.load_extra;

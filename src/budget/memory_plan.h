@@ -7,7 +7,7 @@
 // baseline before the model is opened):
 //  - weights: every page of the file mappings (Pocket touches them all at
 //    load, and touched file-backed pages are in RSS like any other), less
-//    the pages of Q4_0 matrices repacked at load plus their repacked copies,
+//    the pages of Q4_0 (and Q4_K) matrices repacked at load plus their copies,
 //    plus the copies being built during the load (one per repacking thread);
 //  - tokenizer: the vocabulary and merge tables (an estimate from their sizes);
 //  - KV cache: bytes per token (kv_bytes.h) x context, local layers capped
@@ -35,6 +35,7 @@ struct MemoryRequest {
   int batch = 0;      // prompt tokens per forward pass (0 = Model::kMaxBatch)
   int threads = 1;
   KVType kv = KVType::F16;
+  bool repack_kquants = true;  // GGUF Q4_K matrices become PQ4 copies at load (false: --exact-kquants)
 };
 
 struct MemoryPlan {

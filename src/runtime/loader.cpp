@@ -29,7 +29,11 @@ LoadedModel load_model(const std::string& path, const OpenOptions& opts, const s
   auto file = std::make_shared<ModelFile>(open_model(path, opts));
   if (!file->has_vocab) fail(path, ": the model has no tokenizer");
   m.tokenizer = file->tokenizer ? file->tokenizer : Tokenizer::create(file->vocab);
-  if (budget && budget->budget_mb > 0) m.plan = plan_for(*file, *budget);
+  if (budget && budget->budget_mb > 0) {
+    MemoryRequest r = *budget;
+    r.repack_kquants = !opts.exact_kquants;
+    m.plan = plan_for(*file, r);
+  }
   report(kParsed);
   // The weights are about to be used: map every page now, in slices when
   // someone is watching the progress.
@@ -46,7 +50,7 @@ LoadedModel load_model(const std::string& path, const OpenOptions& opts, const s
     }
   }
   m.file = file;
-  m.model = std::make_shared<Model>(m.file);
+  m.model = std::make_shared<Model>(m.file, opts.exact_kquants);
   m.chat_format = detect_chat_format(file->chat_template, *m.tokenizer, &m.chat_template_recognised);
   report(1);
   return m;
