@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "kernels/kernels.h"
-#include "quant/repack.h"
+#include "quant/source_grid.h"
 #include "util/mapped_file.h"
 #include "util/thread_pool.h"
 #include "util/error.h"
@@ -155,7 +155,8 @@ int Model::repack_threads() {
 // GGUF Q4_0 matrices (and Q4_K ones when `kquants`) become PQ4 (group 32)
 // copies, so they run on the tiled PQ4 kernels (several times the row-major
 // kernels' prefill speed): Q4_0 with exactly the same values, Q4_K within
-// the fp16 rounding of its sub-block scales (quant/repack.h). The file pages
+// the fp16 rounding of its sub-block scales (quant/source_grid.h, the same
+// re-layout `pocket quantize --weights source` writes). The file pages
 // they came from are released, so the copy does not add to the resident
 // memory beyond PQ4's extra half bit per weight for Q4_K. Tensors are
 // repacked in parallel, one per task.
@@ -178,7 +179,7 @@ void Model::repack_weights(bool kquants) {
       for (int64_t i = b; i < e; ++i) {
         const TensorView& w = *todo[static_cast<size_t>(i)];
         auto& out = bytes[static_cast<size_t>(i)];
-        out = w.type == DType::Q4_0 ? quant::repack_q4_0_to_pq4(w) : quant::repack_q4_k_to_pq4(w);
+        if (quant::can_repack_to_pq(w)) out = quant::repack_rows_to_pq(w, 0, w.rows());
         // Give the source pages back at once, not after every tensor is
         // done: the peak then stays near the file's size instead of the
         // file plus every copy (+115 MB measured on a 204 MB Q4_K file).

@@ -51,7 +51,7 @@ struct Context {
 class Model {
  public:
   // exact_kquants: keep GGUF Q4_K matrices as stored instead of running them
-  // as PQ4 with fp16-rounded sub-block scales (quant/repack.h: values within
+  // as PQ4 with fp16-rounded sub-block scales (quant/source_grid.h: values within
   // 2^-11 of a scale; prefill several times faster).
   explicit Model(std::shared_ptr<const ModelFile> file, bool exact_kquants = false);
 
@@ -59,7 +59,7 @@ class Model {
   const ModelFile& file() const { return *file_; }
   // Weights re-laid out at load for faster kernels (GGUF Q4_0 as PQ4, the
   // same values exactly, and Q4_K as PQ4 unless exact_kquants:
-  // quant/repack.h); their file pages are released.
+  // quant/source_grid.h); their file pages are released.
   int repacked_weights() const { return static_cast<int>(repacked_.size()); }
   // Threads that repack at load (each holds one copy in flight: budget/).
   static int repack_threads();

@@ -71,7 +71,7 @@ TEST(Gemma3Real, PromptsTokenizeAsInLlamaCpp) {
 // llama.cpp) are closer than 0.5 -- from there either choice is fair
 // (measured: 26 steps over the five prompts). This runs the file's Q4_K
 // matrices as stored (exact_kquants), as llama.cpp does; the default load
-// (Q4_K as PQ4, quant/repack.h) is checked after it.
+// (Q4_K as PQ4, quant/source_grid.h) is checked after it.
 TEST(Gemma3Real, FastForwardMatchesLlamaCppOnTheSameFile) {
   POCKET_NEED_GEMMA3(path);
   OpenOptions exact;
