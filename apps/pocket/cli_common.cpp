@@ -17,13 +17,13 @@ void ModelOptions::add_to(CLI::App& app) {
                "(values within 2^-11 of a scale, several times the prefill speed)");
 }
 
-LoadedModel ModelOptions::load(std::string* path_out) const {
+LoadedModel ModelOptions::load(std::string* path_out, const MemoryRequest* budget) const {
   std::string path = model.empty() ? default_model_path(POCKET_SHARED_DIR) : model;
   if (path_out) *path_out = path;
   OpenOptions o;
   o.tokenizer_path = tokenizer;
   o.exact_kquants = exact_kquants;
-  LoadedModel m = load_model(path, o);
+  LoadedModel m = load_model(path, o, {}, budget);
   for (const std::string& n : m.file->notes) std::fprintf(stderr, "pocket: note: %s\n", n.c_str());
   return m;
 }

@@ -17,7 +17,8 @@ struct ModelOptions {
   bool exact_kquants = false;  // --exact-kquants
 
   void add_to(CLI::App& app);
-  LoadedModel load(std::string* path_out = nullptr) const;
+  // With `budget`, loads under its memory plan (load_model).
+  LoadedModel load(std::string* path_out = nullptr, const MemoryRequest* budget = nullptr) const;
   int resolve_threads() const;
   int resolve_context(const ModelConfig& cfg) const;
 };

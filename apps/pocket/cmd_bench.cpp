@@ -93,6 +93,9 @@ void add_bench(CLI::App& app, int& rc) {
   sub->add_option("--ctx", a->opt.ctx_sweep,
                   "Also decode -n tokens at each of these contexts, e.g. 128,512,1024,2048,4096 (ascending)")
       ->delimiter(',');
+  sub->add_option("--mem-budget", a->opt.mem_budget_mb,
+                  "Memory budget in MiB: load under its plan for a context of -p + -n (else an error giving the numbers)")
+      ->check(CLI::Range(1, 1 << 24));
   sub->add_flag("--json", a->json, "Print one JSON object instead of a table");
   sub->add_flag("--exact-kquants", a->opt.exact_kquants, "Run GGUF Q4_K weights as stored (default: as PQ4, see `pocket run --help`)");
   sub->add_option("--verify", a->verify,

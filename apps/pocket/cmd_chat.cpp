@@ -7,6 +7,7 @@
 
 #include "cli_common.h"
 #include "interrupt.h"
+#include "memory_flags.h"
 #include "generate/chat_session.h"
 #include "util/error.h"
 
@@ -16,6 +17,7 @@ namespace {
 
 struct ChatCliOptions {
   ModelOptions model;
+  MemoryFlags memory;
   GenerationFlags flags;
   std::string system;
   bool no_think = false;
@@ -23,12 +25,13 @@ struct ChatCliOptions {
 };
 
 int chat(const ChatCliOptions& o) {
-  LoadedModel m = o.model.load();
+  LoadedModel m = o.memory.load(o.model);
   const bool tty = isatty(STDIN_FILENO);
   if (!m.chat_template_recognised)
     std::fprintf(stderr, "pocket: note: the model's chat template is not one Pocket renders; using %s\n",
                  chat_format_name(m.chat_format));
-  Session session(m.model, m.tokenizer, o.model.resolve_context(m.model->config()), o.model.resolve_threads());
+  auto session_ptr = o.memory.session(m, o.model);
+  Session& session = *session_ptr;
   auto chat = std::make_unique<ChatSession>(session, ChatTemplate(m.chat_format), o.system, !o.no_think);
   if (!o.load_path.empty()) {
     chat->resume(session.load_state(o.load_path));
@@ -73,6 +76,7 @@ int chat(const ChatCliOptions& o) {
                    interrupted() ? " | interrupted" : "");
     if (interrupted()) break;
   }
+  if (!o.flags.quiet) o.memory.report();
   if (interrupted()) {
     std::fputs("\n", stdout);
     std::fflush(stdout);
@@ -88,6 +92,7 @@ void add_chat(CLI::App& app, int& rc) {
   auto o = std::make_shared<ChatCliOptions>();
   CLI::App* sub = app.add_subcommand("chat", "Interactive multi-turn chat (reads turns line by line from stdin)");
   o->model.add_to(*sub);
+  o->memory.add_to(*sub);
   o->flags.add_to(*sub);
   sub->add_option("--system", o->system, "System message");
   sub->add_flag("--no-think", o->no_think, "Qwen3: disable thinking");

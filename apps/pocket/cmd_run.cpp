@@ -9,6 +9,7 @@
 #include "cli_common.h"
 #include "constraint_flags.h"
 #include "interrupt.h"
+#include "memory_flags.h"
 #include "speculative_cli.h"
 #include "generate/chat.h"
 #include "util/error.h"
@@ -20,6 +21,7 @@ namespace {
 
 struct RunOptions {
   ModelOptions model;
+  MemoryFlags memory;
   GenerationFlags flags;
   SpeculativeFlags speculative;
   std::string prompt = "Once upon a time";
@@ -60,8 +62,12 @@ int run(const RunOptions& o) {
   std::string prompt = o.prompt;
   if (!o.prompt_file.empty()) prompt = o.prompt_file == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {})
                                                            : read_text_file(o.prompt_file);
-  LoadedModel m = o.model.load();
-  Session session(m.model, m.tokenizer, o.model.resolve_context(m.model->config()), o.model.resolve_threads());
+  if (o.memory.given() && o.speculative.enabled())
+    fail_as(ErrorCode::InvalidArgument, "--mem-budget cannot be combined with speculative decoding (--draft) yet: its "
+                                        "draft and verify buffers are not in the memory plan");
+  LoadedModel m = o.memory.load(o.model);
+  auto session_ptr = o.memory.session(m, o.model);
+  Session& session = *session_ptr;
   std::vector<int32_t> input;
   if (o.chat) {
     ChatTemplate tmpl(m.chat_format);
@@ -79,6 +85,7 @@ int run(const RunOptions& o) {
     eo.add_bos = m.tokenizer->vocab().add_bos;
     input = m.tokenizer->encode(prompt, eo);
   }
+  o.memory.check_prompt(input.size(), m);
   session.check_fits(input);  // before any output: an error is all the user sees
   GenerateOptions gen = o.flags.gen;
   double compile_ms = 0;
@@ -102,6 +109,7 @@ int run(const RunOptions& o) {
   std::fputs("\n", stdout);
   std::fflush(stdout);
   if (!o.flags.quiet || interrupted()) print_stats(r);
+  if (!o.flags.quiet) o.memory.report();
   if (gen.constraint) print_constraint_stats(r, compile_ms, o.mask_times);
   return interrupted() ? kInterruptedExit : 0;
 }
@@ -112,6 +120,7 @@ void add_run(CLI::App& app, int& rc) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* sub = app.add_subcommand("run", "Generate text from a prompt");
   o->model.add_to(*sub);
+  o->memory.add_to(*sub);
   o->flags.add_to(*sub);
   o->speculative.add_to(*sub);
   sub->add_option("-p,--prompt", o->prompt, "Prompt text (default: \"Once upon a time\")");

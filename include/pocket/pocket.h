@@ -52,6 +52,8 @@ struct ModelOptions {
 // A loaded model: weights (memory-mapped, used in place), tokenizer and chat
 // template, shared by any number of engines. Immutable, so safe to use from
 // several threads at once. Freed when the last engine and handle let go.
+struct MemoryRequest;
+
 class SharedModel {
  public:
   static std::shared_ptr<const SharedModel> open(const std::string& model_path, const ModelOptions& options = {});
@@ -76,6 +78,9 @@ class SharedModel {
   friend class Decider;
   struct Impl;
   explicit SharedModel(std::unique_ptr<Impl> impl);
+  // open() under a memory budget's plan (Engine::open with mem_budget_mb).
+  static std::shared_ptr<const SharedModel> open(const std::string& model_path, const ModelOptions& options,
+                                                 const MemoryRequest* budget);
   std::unique_ptr<Impl> impl_;
 };
 
@@ -85,6 +90,14 @@ struct EngineOptions {
   int context = 0;             // 0 = the model's context length, at most 4096
   std::string system_prompt;   // for chat()
   bool enable_thinking = true; // Qwen3 chat: false adds an empty <think></think> block
+  // Hard memory budget in MiB (0 = none): the model's resident weights,
+  // tokenizer, this engine's KV cache, scratch and an overhead allowance
+  // must fit, else open()/create() throw InvalidArgument giving the numbers.
+  // With context 0 the largest context that fits is chosen (context_size()).
+  // open() plans before the weights are read in; create() counts the shared
+  // model's weights as if this engine were alone on it.
+  int mem_budget_mb = 0;
+  int batch = 0;  // prompt tokens per forward pass (chunked prefill), 1-128; 0 = 128
 };
 
 struct GenerationOptions {

@@ -194,6 +194,13 @@ typedef struct pocket_session_options {
   int32_t context;           /* context size in tokens; 0 = the model's, at most 4096 */
   int32_t enable_thinking;   /* Qwen3 chat: 0 adds an empty <think></think> block; default 1 */
   const char* system_prompt; /* for chat; NULL = none */
+  /* Memory budget (appended): the model's resident weights, tokenizer, this
+   * session's KV cache, scratch and an overhead allowance must fit in
+   * mem_budget_mb MiB, else pocket_session_open fails with
+   * POCKET_ERR_INVALID_ARGUMENT and a message giving the numbers; with
+   * context 0 the largest context that fits is chosen. 0 = no budget. */
+  int32_t mem_budget_mb;
+  int32_t batch;             /* prompt tokens per forward pass (chunked prefill), 1-128; 0 = 128 */
 } pocket_session_options;
 
 POCKET_API void pocket_session_options_init(pocket_session_options* options);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bench/system.h"
+#include "model/kv_bytes.h"
 #include "model/model.h"
 #include "runtime/loader.h"
 #include "util/thread_pool.h"
@@ -42,21 +43,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Resets VmHWM to the current RSS (Linux clear_refs "5"); false where the
-// kernel or a sandbox does not allow it.
-bool reset_peak_rss() {
-  std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
-  if (f == nullptr) return false;
-  const bool ok = std::fputs("5", f) >= 0;
-  return std::fclose(f) == 0 && ok;
-}
-
-double rss_mb(const char* field) {
-  auto kb = proc_status_kb(field);
-  if (!kb) fail("/proc/self/status: no ", field, " field");
-  return static_cast<double>(*kb) / 1024.0;
-}
-
 // Bytes one decode step reads: every weight except the embedding table, one
 // embedding row, the output matrix (the embedding table itself when tied),
 // and K and V (fp16) of every layer at `context` positions.
@@ -68,7 +54,7 @@ double decode_bytes(const ModelFile& f, double context, double* kv_part) {
     if (name != "token_embd.weight") weights += static_cast<double>(t.nbytes);
   weights += static_cast<double>(emb.nbytes) / static_cast<double>(emb.rows());
   if (c.tied_embeddings) weights += static_cast<double>(emb.nbytes);
-  *kv_part = 2.0 * c.n_layers * c.kv_dim() * 2.0 * context;
+  *kv_part = static_cast<double>(kv_bytes_per_token(c, KVType::F16)) * context;
   return weights + *kv_part;
 }
 
@@ -133,9 +119,16 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
 
   // Load time to the first token: open (mmap), build, one 1-token forward.
   auto t0 = Clock::now();
+  MemoryRequest budget;
+  budget.budget_mb = opt.mem_budget_mb;
+  budget.context = opt.prompt + opt.gen;
+  budget.threads = opt.threads;
+  if (opt.mem_budget_mb > 0 && !opt.ctx_sweep.empty())
+    fail("bench: --mem-budget and --ctx cannot be combined (the sweep's context is not in the plan)");
   OpenOptions oo;
   oo.exact_kquants = opt.exact_kquants;
-  LoadedModel m = load_model(path, oo);
+  LoadedModel m = load_model(path, oo, {}, opt.mem_budget_mb > 0 ? &budget : nullptr);
+  if (m.plan) r.memory_plan = m.plan->describe();
   const Model& model = *m.model;
   const ModelConfig& c = model.config();
   ThreadPool pool(opt.threads);
@@ -206,7 +199,7 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
   r.cpu_s_per_inference = stat_of(cpu).median;
   r.peak_rss_mb = std::max(peak_mb, rss_mb("VmHWM"));
   r.peak_increase_mb = r.peak_rss_mb - r.baseline_rss_mb;
-  r.kv_cache_bytes_per_position = 2.0 * c.n_layers * c.kv_dim() * 2.0;
+  r.kv_cache_bytes_per_position = static_cast<double>(kv_bytes_per_token(c, KVType::F16));
   // After the peak reading: the sweep's larger cache is not part of it.
   if (!opt.ctx_sweep.empty() && !stopped()) r.sweep = run_sweep(model, opt, pool, stopped);
 

@@ -29,6 +29,9 @@ struct BenchOptions {
   // `gen` apart) each run fills the cache to C (untimed) and decodes `gen`
   // tokens there (timed); the same random ids and runs as above.
   std::vector<int> ctx_sweep;
+  // Memory budget in MiB (0 = none): the model is loaded under its plan for
+  // a context of prompt + gen (budget/memory_plan.h); not with ctx_sweep.
+  int mem_budget_mb = 0;
   // Set (e.g. by a Ctrl-C handler) to stop early: the run in progress is
   // dropped and the report covers the runs finished so far.
   const std::atomic<bool>* stop = nullptr;
@@ -51,6 +54,7 @@ struct BenchReport {
   double load_to_first_token_s = 0;  // open + first 1-token forward
   Stat prefill_tok_s, decode_tok_s;
   double baseline_rss_mb = 0, peak_rss_mb = 0, peak_increase_mb = 0;
+  std::string memory_plan;  // with a budget: the plan (MemoryPlan::describe)
   double bytes_per_token = 0;   // weights + one embedding row + KV at the mean context
   double kv_bytes_per_token = 0;  // the KV part of bytes_per_token
   double kv_cache_bytes_per_position = 0;  // what the KV cache stores per token of context (fp16 K and V)

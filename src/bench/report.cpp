@@ -39,6 +39,7 @@ std::string format_table(const BenchReport& r) {
       fmt("%.1f tok/s [%.1f, %.1f]", r.decode_tok_s.median, r.decode_tok_s.min, r.decode_tok_s.max));
   row("peak memory increase", fmt("%.1f MB (baseline %.1f MB, peak %.1f MB)", r.peak_increase_mb, r.baseline_rss_mb,
                                   r.peak_rss_mb));
+  if (!r.memory_plan.empty()) row("memory plan", r.memory_plan);
   row("KV cache per token of context", fmt("%.0f bytes (fp16 K and V)", r.kv_cache_bytes_per_position));
   for (const auto& sp : r.sweep)
     row("decode at context " + std::to_string(sp.context),
@@ -81,6 +82,7 @@ std::string format_json(const BenchReport& r) {
       {"baseline_rss_mb", r.baseline_rss_mb},
       {"peak_rss_mb", r.peak_rss_mb},
       {"peak_rss_increase_mb", r.peak_increase_mb},
+      {"memory_plan", r.memory_plan},
       {"bytes_per_token", r.bytes_per_token},
       {"kv_bytes_per_token", r.kv_bytes_per_token},
       {"kv_cache_bytes_per_position", r.kv_cache_bytes_per_position},

@@ -41,6 +41,19 @@ std::optional<uint64_t> proc_status_kb(const char* field) {
   return std::nullopt;
 }
 
+double rss_mb(const char* field) {
+  auto kb = proc_status_kb(field);
+  if (!kb) fail("/proc/self/status: no ", field, " field");
+  return static_cast<double>(*kb) / 1024.0;
+}
+
+bool reset_peak_rss() {
+  std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (f == nullptr) return false;
+  const bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+
 double process_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);

@@ -8,6 +8,11 @@ namespace pocket::bench {
 
 // A field of /proc/self/status in kB ("VmRSS", "VmHWM"); nullopt if absent.
 std::optional<uint64_t> proc_status_kb(const char* field);
+// The same field in MiB; throws when it is absent.
+double rss_mb(const char* field);
+// Resets VmHWM to the current RSS (Linux clear_refs "5"); false where the
+// kernel or a sandbox does not allow it.
+bool reset_peak_rss();
 
 // CPU seconds used by this process (all threads, user + system).
 double process_cpu_seconds();

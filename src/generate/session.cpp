@@ -60,11 +60,14 @@ const char* stop_reason_name(GenerateResult::Stop s) {
 }
 
 Session::Session(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer, int n_ctx,
-                 int n_threads)
+                 int n_threads, int batch)
     : model_(std::move(model)),
       tok_(std::move(tokenizer)),
       pool_(std::make_unique<ThreadPool>(n_threads)),
-      ctx_(model_->config(), n_ctx) {
+      ctx_(model_->config(), n_ctx),
+      batch_(batch == 0 ? Model::kMaxBatch : batch) {
+  if (batch < 0 || batch > Model::kMaxBatch)
+    fail_as(ErrorCode::InvalidArgument, "batch ", batch, " is outside [1, ", Model::kMaxBatch, "] (0 = ", Model::kMaxBatch, ")");
   if (tok_->vocab_size() > model_->config().vocab_size)
     fail("the tokenizer has ", tok_->vocab_size(), " tokens but the model only ", model_->config().vocab_size);
   logits_.resize(model_->config().vocab_size);
@@ -127,15 +130,16 @@ std::span<float> Session::prefill(std::span<const int32_t> input, const std::fun
   ctx_.cache.truncate(static_cast<int>(common));
   cached_.resize(common);
   auto rest = input.subspan(common);
-  if (!cancelled && !progress) {
+  if (!cancelled && !progress && batch_ == Model::kMaxBatch) {
     model_->forward(rest, ctx_, *pool_, logits_.data());
     cached_.insert(cached_.end(), rest.begin(), rest.end());
     return logits_;
   }
-  // The same batches Model::forward would make, so the result is identical.
-  for (size_t done = 0; done < rest.size(); done += Model::kMaxBatch) {
+  // The forward pass is batch-invariant: any chunk size gives the same result.
+  const size_t chunk = static_cast<size_t>(batch_);
+  for (size_t done = 0; done < rest.size(); done += chunk) {
     if (cancelled && cancelled()) return {};
-    auto batch = rest.subspan(done, std::min<size_t>(Model::kMaxBatch, rest.size() - done));
+    auto batch = rest.subspan(done, std::min<size_t>(chunk, rest.size() - done));
     const bool last = done + batch.size() == rest.size();
     model_->forward(batch, ctx_, *pool_, last ? logits_.data() : nullptr);
     cached_.insert(cached_.end(), batch.begin(), batch.end());

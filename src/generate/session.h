@@ -65,15 +65,19 @@ float apply_constraint(constrain::Matcher& m, std::span<float> logits);
 
 class Session {
  public:
-  Session(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer, int n_ctx, int n_threads);
+  // `batch`: prompt tokens run per forward pass (chunked prefill; 1 to
+  // Model::kMaxBatch, 0 = Model::kMaxBatch). Smaller chunks bound the
+  // scratch memory; the results are the same for any chunk size.
+  Session(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer, int n_ctx, int n_threads,
+          int batch = 0);
 
   // Streams text pieces to `on_text` (return false to stop early).
   GenerateResult generate(std::span<const int32_t> input, const GenerateOptions& opt,
                           const std::function<bool(std::string_view)>& on_text = {});
 
   // Processes `input` (reusing the cached prefix) and returns the logits of
-  // its last token. Used by generate() and by evaluation. With `cancelled`,
-  // the input runs in batches of Model::kMaxBatch and the function is asked
+  // its last token. Used by generate() and by evaluation. The input runs in
+  // chunks of batch() tokens. With `cancelled`, the function is asked
   // before each: when it says true, prefill returns an empty span, and the
   // batches already run stay cached (a later call reuses them). `progress`
   // is told the fraction done after each batch and may stop it the same way.
@@ -108,6 +112,7 @@ class Session {
   std::string snapshot(const std::vector<int32_t>& conversation = {}) const;
   std::vector<int32_t> restore(const uint8_t* data, size_t size, const std::string& source);
   int context_size() const { return ctx_.cache.capacity(); }
+  int batch() const { return batch_; }
   void reset();
   // Replaces the worker pool (results are identical for any count).
   void set_threads(int n_threads);
@@ -131,6 +136,7 @@ class Session {
   std::shared_ptr<const Tokenizer> tok_;
   std::unique_ptr<ThreadPool> pool_;
   Context ctx_;
+  int batch_;
   std::vector<int32_t> cached_;  // tokens whose keys/values are in ctx_.cache
   std::vector<float> logits_;
   std::vector<float> block_logits_;  // verify()'s rows

@@ -13,9 +13,7 @@ namespace pocket {
 KVCache::KVCache(const ModelConfig& cfg, int n_ctx)
     : n_kv_heads_(cfg.n_kv_heads), head_dim_(cfg.head_dim), n_ctx_(n_ctx), window_(cfg.sliding_window) {
   if (n_ctx < 1) fail("context size ", n_ctx, " must be at least 1");
-  // A local layer needs window - 1 earlier positions, the margin and one write.
-  local_slots_ = window_ > 0 ? static_cast<int>(std::min<int64_t>(n_ctx, int64_t{window_} - 1 + kRollbackMargin + kMaxWrite))
-                             : n_ctx;
+  local_slots_ = local_slots_for(cfg, n_ctx);
   const uint64_t row = static_cast<uint64_t>(n_kv_heads_) * 2 * static_cast<uint64_t>(head_dim_);
   uint64_t elems = 0;
   for (int l = 0; l < cfg.n_layers; ++l) {
@@ -28,6 +26,12 @@ KVCache::KVCache(const ModelConfig& cfg, int n_ctx)
   void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) fail("cannot reserve ", bytes_ >> 20, " MiB for the KV cache of ", n_ctx, " tokens");
   base_ = static_cast<uint16_t*>(p);
+}
+
+int KVCache::local_slots_for(const ModelConfig& cfg, int n_ctx) {
+  // A local layer needs window - 1 earlier positions, the margin and one write.
+  const int window = cfg.sliding_window;
+  return window > 0 ? static_cast<int>(std::min<int64_t>(n_ctx, int64_t{window} - 1 + kRollbackMargin + kMaxWrite)) : n_ctx;
 }
 
 KVCache::~KVCache() {

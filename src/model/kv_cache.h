@@ -33,6 +33,9 @@ class KVCache {
   static constexpr int kRollbackMargin = 64;
 
   KVCache(const ModelConfig& cfg, int n_ctx);
+  // Positions each sliding-window layer of such a cache holds (n_ctx when
+  // the model has none).
+  static int local_slots_for(const ModelConfig& cfg, int n_ctx);
   ~KVCache();
   KVCache(const KVCache&) = delete;
   KVCache& operator=(const KVCache&) = delete;

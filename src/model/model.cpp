@@ -148,6 +148,10 @@ Model::Model(std::shared_ptr<const ModelFile> file, bool exact_kquants) : file_(
   repack_weights(!exact_kquants);
 }
 
+int Model::repack_threads() {
+  return static_cast<int>(std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 8)));
+}
+
 // GGUF Q4_0 matrices (and Q4_K ones when `kquants`) become PQ4 (group 32)
 // copies, so they run on the tiled PQ4 kernels (several times the row-major
 // kernels' prefill speed): Q4_0 with exactly the same values, Q4_K within
@@ -168,7 +172,9 @@ void Model::repack_weights(bool kquants) {
   if (todo.empty()) return;
   std::vector<std::optional<std::vector<uint8_t>>> bytes(todo.size());
   {
-    ThreadPool pool(static_cast<int>(std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 8))));
+    // Each tensor's file pages go as soon as its copy exists, so the load
+    // holds at most one copy per thread beside the pages it replaces.
+    ThreadPool pool(repack_threads());
     pool.parallel_for(static_cast<int64_t>(todo.size()), [&](int64_t b, int64_t e, int) {
       for (int64_t i = b; i < e; ++i) {
         const TensorView& w = *todo[static_cast<size_t>(i)];

@@ -61,6 +61,8 @@ class Model {
   // same values exactly, and Q4_K as PQ4 unless exact_kquants:
   // quant/source_grid.h); their file pages are released.
   int repacked_weights() const { return static_cast<int>(repacked_.size()); }
+  // Threads that repack at load (each holds one copy in flight: budget/).
+  static int repack_threads();
 
   // Largest number of tokens processed in one batch; longer inputs are split.
   static constexpr int kMaxBatch = 128;

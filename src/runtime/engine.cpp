@@ -21,6 +21,11 @@ SharedModel::SharedModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 SharedModel::~SharedModel() = default;
 
 std::shared_ptr<const SharedModel> SharedModel::open(const std::string& model_path, const ModelOptions& options) {
+  return open(model_path, options, nullptr);
+}
+
+std::shared_ptr<const SharedModel> SharedModel::open(const std::string& model_path, const ModelOptions& options,
+                                                     const MemoryRequest* budget) {
   auto impl = std::make_unique<Impl>();
   impl->path = model_path;
   impl->on_log = options.on_log;
@@ -28,7 +33,7 @@ std::shared_ptr<const SharedModel> SharedModel::open(const std::string& model_pa
   OpenOptions oo;
   oo.tokenizer_path = options.tokenizer_path;
   const auto t0 = std::chrono::steady_clock::now();
-  impl->model = load_model(model_path, oo, options.on_progress);
+  impl->model = load_model(model_path, oo, options.on_progress, budget);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::shared_ptr<const SharedModel> m(new SharedModel(std::move(impl)));
   const LoadedModel& lm = m->impl_->model;
@@ -164,10 +169,24 @@ void fill(GenerationStats* s, const GenerateResult& r, const Session& session) {
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
+namespace {
+MemoryRequest memory_request(const EngineOptions& o) {
+  MemoryRequest r;
+  r.budget_mb = o.mem_budget_mb;
+  r.context = o.context;
+  r.batch = o.batch;
+  r.threads = resolve_threads(o.threads);
+  return r;
+}
+}  // namespace
+
 std::unique_ptr<Engine> Engine::open(const std::string& model_path, const EngineOptions& options) {
   ModelOptions mo;
   mo.tokenizer_path = options.tokenizer_path;
-  return create(SharedModel::open(model_path, mo), options);
+  if (options.mem_budget_mb < 0)
+    fail_as(ErrorCode::InvalidArgument, "memory budget ", options.mem_budget_mb, " MiB must be >= 0 (0 = none)");
+  const MemoryRequest budget = memory_request(options);
+  return create(SharedModel::open(model_path, mo, options.mem_budget_mb > 0 ? &budget : nullptr), options);
 }
 
 std::unique_ptr<Engine> Engine::create(std::shared_ptr<const SharedModel> model, const EngineOptions& options) {
@@ -177,9 +196,16 @@ std::unique_ptr<Engine> Engine::create(std::shared_ptr<const SharedModel> model,
   impl->model = &impl->shared->impl_->model;
   impl->options = options;
   const ModelConfig& cfg = impl->model->model->config();
-  const int ctx = resolve_context(options.context, cfg);
+  int ctx = resolve_context(options.context, cfg);
   const int threads = resolve_threads(options.threads);
-  impl->session = std::make_unique<Session>(impl->model->model, impl->model->tokenizer, ctx, threads);
+  if (options.mem_budget_mb < 0)
+    fail_as(ErrorCode::InvalidArgument, "memory budget ", options.mem_budget_mb, " MiB must be >= 0 (0 = none)");
+  if (options.mem_budget_mb > 0) {
+    const MemoryPlan plan = plan_for(*impl->model->file, memory_request(options));
+    ctx = plan.context;
+    impl->shared->log(LogLevel::Info, cat("memory plan: ", plan.describe(), plan.context_chosen ? " (context chosen)" : ""));
+  }
+  impl->session = std::make_unique<Session>(impl->model->model, impl->model->tokenizer, ctx, threads, options.batch);
   impl->threads = threads;
   impl->new_chat();
   impl->shared->log(LogLevel::Debug, cat("engine created: context ", ctx, " tokens, ", threads, " threads"));

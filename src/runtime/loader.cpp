@@ -9,7 +9,14 @@
 
 namespace pocket {
 
-LoadedModel load_model(const std::string& path, const OpenOptions& opts, const std::function<bool(float)>& progress) {
+MemoryPlan plan_for(const ModelFile& file, MemoryRequest request) {
+  if (request.context != 0) resolve_context(request.context, file.config);  // its range error
+  request.max_context = resolve_context(0, file.config);
+  return plan_memory(file, file.vocab, request);
+}
+
+LoadedModel load_model(const std::string& path, const OpenOptions& opts, const std::function<bool(float)>& progress,
+                       const MemoryRequest* budget) {
   auto report = [&](double fraction) {
     if (progress && !progress(static_cast<float>(fraction)))
       fail_as(ErrorCode::Cancelled, path, ": loading was cancelled by the progress callback");
@@ -22,6 +29,11 @@ LoadedModel load_model(const std::string& path, const OpenOptions& opts, const s
   auto file = std::make_shared<ModelFile>(open_model(path, opts));
   if (!file->has_vocab) fail(path, ": the model has no tokenizer");
   m.tokenizer = file->tokenizer ? file->tokenizer : Tokenizer::create(file->vocab);
+  if (budget && budget->budget_mb > 0) {
+    MemoryRequest r = *budget;
+    r.repack_kquants = !opts.exact_kquants;
+    m.plan = plan_for(*file, r);
+  }
   report(kParsed);
   // The weights are about to be used: map every page now, in slices when
   // someone is watching the progress.

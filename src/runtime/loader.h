@@ -3,8 +3,10 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "budget/memory_plan.h"
 #include "formats/model_file.h"
 #include "generate/chat.h"
 #include "model/model.h"
@@ -18,13 +20,21 @@ struct LoadedModel {
   std::shared_ptr<const Tokenizer> tokenizer;
   ChatFormat chat_format = ChatFormat::Raw;
   bool chat_template_recognised = true;
+  std::optional<MemoryPlan> plan;  // with a memory budget: what fits it
 };
 
 // `progress`, when set, is called with the fraction loaded (0 at the start,
 // 1 at the end, rising as the weights are read); returning false stops the
-// load with an Error of code ErrorCode::Cancelled.
+// load with an Error of code ErrorCode::Cancelled. With a `budget`
+// (budget_mb > 0), the memory plan is made from the headers before the
+// weight pages are touched: a budget the model and a session cannot fit
+// is refused before they use it (plan_memory's error); the plan is kept.
 LoadedModel load_model(const std::string& path, const OpenOptions& opts = {},
-                       const std::function<bool(float)>& progress = {});
+                       const std::function<bool(float)>& progress = {}, const MemoryRequest* budget = nullptr);
+
+// The plan for `request` on an open model file (its context checked and
+// its largest default context filled in as resolve_context does).
+MemoryPlan plan_for(const ModelFile& file, MemoryRequest request);
 
 // Worker threads for a request of `requested` (0 = one per hardware thread).
 int resolve_threads(int requested);

@@ -8,6 +8,7 @@
 #include "util/byte_reader.h"
 #include "util/checked.h"
 #include "util/error.h"
+#include "formats/content_hash.h"
 #include "util/hash64.h"
 #include "util/mapped_file.h"
 
@@ -16,9 +17,11 @@ namespace pocket {
 namespace {
 
 constexpr char kMagic[8] = {'P', 'O', 'C', 'K', 'E', 'T', 'S', 'S'};
-constexpr uint32_t kVersion = 1;
+// Version 2: the model fingerprint and the checksum come from Pocket's one
+// hasher (formats/content_hash.h, util/hash64.h); version 1 files used an
+// earlier hash and are refused by name.
+constexpr uint32_t kVersion = 2;
 constexpr KVType kCacheType = KVType::F16;  // what KVCache stores today
-constexpr uint64_t kSample = 4096;          // bytes of each tensor the fingerprint reads, three times
 
 struct Header {
   uint32_t kv_type, n_layers, n_kv_heads, head_dim, window, vocab, n_ctx, size, local_base, n_cached, n_conv;
@@ -54,29 +57,7 @@ const char* kv_type_name(KVType t) {
   return "?";
 }
 
-uint64_t model_fingerprint(const ModelFile& file) {
-  Hash64 h;
-  const ModelConfig& c = file.config;
-  for (int v : {static_cast<int>(c.arch), c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim,
-                c.vocab_size, static_cast<int>(c.rope_style), static_cast<int>(c.tied_embeddings),
-                static_cast<int>(c.qkv_bias), static_cast<int>(c.qk_norm), static_cast<int>(c.ffn_act),
-                static_cast<int>(c.post_norms), c.sliding_window, c.swa_pattern})
-    h.value(v);
-  for (float v : {c.rope_theta, c.norm_eps, c.embed_scale, c.attn_scale, c.final_softcap, c.rope_theta_local})
-    h.value(v);
-  for (const auto& [name, t] : file.tensors) {  // std::map: sorted by name
-    h.update(name.data(), name.size());
-    h.value(static_cast<int>(t.type));
-    h.value(t.group);
-    h.value(t.nbytes);
-    for (int64_t d : t.shape) h.value(d);
-    const auto* p = static_cast<const uint8_t*>(t.data);
-    if (!p) continue;
-    const uint64_t n = std::min(t.nbytes, kSample);
-    for (uint64_t at : {uint64_t{0}, (t.nbytes - n) / 2, t.nbytes - n}) h.update(p + at, n);
-  }
-  return h.digest();
-}
+uint64_t model_fingerprint(const ModelFile& file) { return model_hash(file, file.vocab, HashDepth::Sampled); }
 
 void write_session_state(std::ostream& out, const Model& model, const KVCache& cache, const SessionState& state) {
   if (state.cached.size() != static_cast<size_t>(cache.size()))
@@ -127,6 +108,9 @@ SessionState read_session_state(const uint8_t* data, size_t size, const std::str
     fail(source, ": not a Pocket session state file (no POCKETSS magic)");
   r.skip(sizeof kMagic, "magic");
   const uint32_t version = r.u32("version");
+  if (version == 1)
+    fail(source, ": session state version 1 was saved by an earlier Pocket whose model fingerprint and checksum are "
+                 "computed differently; this Pocket reads version ", kVersion, " (save the session again)");
   if (version != kVersion) fail(source, ": session state version ", version, " (this Pocket reads version ", kVersion, ")");
   Header h{};
   h.kv_type = r.u32("KV type");

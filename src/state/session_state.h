@@ -24,19 +24,19 @@
 #include <vector>
 
 #include "formats/model_file.h"
+#include "model/kv_bytes.h"
 #include "model/kv_cache.h"
 
 namespace pocket {
 
 class Model;
 
-// The KV cache element types a state file may hold.
-enum class KVType : uint32_t { F16 = 1, Q8 = 2, Q4 = 3 };
-const char* kv_type_name(KVType t);
+const char* kv_type_name(KVType t);  // KVType: model/kv_bytes.h
 
-// Identifies a model's content without reading all of it: the config, every
-// tensor's name, type and shape, and 4 KiB of its bytes at its start,
-// middle and end (a fine-tuned or re-quantized copy differs there).
+// Identifies a model's content without reading all of it: Pocket's model
+// hasher at HashDepth::Sampled (formats/content_hash.h: the config, every
+// tensor's name, type and shape, 4 KiB of its bytes at its start, middle
+// and end, and the vocabulary).
 uint64_t model_fingerprint(const ModelFile& file);
 
 struct SessionState {

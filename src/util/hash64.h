@@ -1,33 +1,39 @@
-// A fast streaming 64-bit hash (not cryptographic): fingerprints of model
-// files and checksums of saved session state. The result depends only on
-// the bytes fed, not on how they were split across update() calls.
+// Pocket's one 64-bit hash (fast, not cryptographic): model identity
+// (formats/content_hash.h: heads' base hash, saved sessions' model
+// fingerprint), saved sessions' checksums and cache keys. Four lanes of
+// multiply-rotate over 32-byte blocks (so a long input is not one
+// dependency chain), a tail, then the lanes and the length mixed.
+// Streaming (Hash64) and one-shot (hash64) give the same value for the
+// same bytes, however they are split across update() calls.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 namespace pocket {
 
 class Hash64 {
  public:
-  explicit Hash64(uint64_t seed = 0) : h_(seed ^ 0x9E3779B97F4A7C15ull) {}
+  explicit Hash64(uint64_t seed = 0)
+      : lane_{seed ^ 0x243F6A8885A308D3ull, seed ^ 0x13198A2E03707344ull, seed ^ 0xA4093822299F31D0ull,
+              seed ^ 0x082EFA98EC4E6C89ull} {}
 
   void update(const void* data, size_t n) {
     const auto* b = static_cast<const uint8_t*>(data);
     len_ += n;
     if (fill_ > 0) {
-      while (n > 0 && fill_ < 8) buf_ |= uint64_t{*b++} << (8 * fill_++), --n;
-      if (fill_ < 8) return;
-      mix(buf_);
-      buf_ = 0;
+      const size_t take = n < 32 - fill_ ? n : 32 - fill_;
+      std::memcpy(buf_ + fill_, b, take);
+      fill_ += take, b += take, n -= take;
+      if (fill_ < 32) return;
+      block(buf_);
       fill_ = 0;
     }
-    for (; n >= 8; n -= 8, b += 8) {
-      uint64_t w;
-      std::memcpy(&w, b, 8);
-      mix(w);
-    }
-    while (n > 0) buf_ |= uint64_t{*b++} << (8 * fill_++), --n;
+    for (; n >= 32; n -= 32, b += 32) block(b);
+    std::memcpy(buf_, b, n);
+    fill_ = n;
   }
   template <class T>
   void value(const T& v) {
@@ -35,25 +41,48 @@ class Hash64 {
   }
 
   uint64_t digest() const {
-    uint64_t h = h_ ^ (buf_ * kMul1) ^ (len_ * kMul2);
-    h ^= h >> 33;
-    h *= 0xFF51AFD7ED558CCDull;
-    h ^= h >> 33;
-    h *= 0xC4CEB9FE1A85EC53ull;
-    h ^= h >> 33;
+    uint64_t tail = 0;
+    const uint64_t start = len_ - fill_;  // the tail's bytes are numbered by their offset in the input
+    for (size_t j = 0; j < fill_; ++j) tail = (tail << 8 | buf_[j]) * 0x100000001B3ull + (start + j);
+    uint64_t h = mix(len_ ^ tail);
+    for (uint64_t l : lane_) h = mix(h ^ mix(l));
     return h;
   }
 
  private:
-  static constexpr uint64_t kMul1 = 0x87C37B91114253D5ull, kMul2 = 0x4CF5AD432745937Full;
-  void mix(uint64_t w) {
-    h_ ^= w * kMul1;
-    h_ = ((h_ << 31) | (h_ >> 33)) * kMul2;
+  static constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  static uint64_t mix(uint64_t h) {  // MurmurHash3's 64-bit finalizer
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return h;
   }
-  uint64_t h_;
-  uint64_t buf_ = 0;
+  void block(const uint8_t* p) {
+    for (int k = 0; k < 4; ++k) {
+      uint64_t w;
+      std::memcpy(&w, p + 8 * k, 8);
+      const uint64_t x = lane_[k] ^ (w * kMul);
+      lane_[k] = ((x << 29) | (x >> 35)) * kMul;
+    }
+  }
+  uint64_t lane_[4];
+  uint8_t buf_[32] = {};
+  size_t fill_ = 0;
   uint64_t len_ = 0;
-  int fill_ = 0;
 };
+
+inline uint64_t hash64(const void* data, size_t n, uint64_t seed = 0) {
+  Hash64 h(seed);
+  h.update(data, n);
+  return h.digest();
+}
+
+inline std::string hex64(uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
 
 }  // namespace pocket

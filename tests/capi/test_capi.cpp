@@ -292,6 +292,34 @@ TEST(CApi, StructSizesFollowTheExtensionRules) {
   EXPECT_EQ(ns.future_field, 77u);
 }
 
+// The memory budget appended to pocket_session_options: the older struct
+// (without it) still opens a session with no budget; a budget too small is
+// refused with the numbers; one that fits chooses the context.
+TEST(CApi, SessionOptionsTakeAMemoryBudget) {
+  Opened o;
+  pocket_session_options so;
+  pocket_session_options_init(&so);
+  so.struct_size = offsetof(pocket_session_options, mem_budget_mb);  // an app built before the budget
+  so.mem_budget_mb = 1;  // beyond its struct_size: not read
+  pocket_session* s = nullptr;
+  ASSERT_EQ(pocket_session_open(o.model, &so, &s), POCKET_OK) << pocket_last_error();
+  pocket_session_close(s);
+  so.struct_size = sizeof so;
+  EXPECT_EQ(pocket_session_open(o.model, &so, &s), POCKET_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("budget of 1 MiB is too small"), std::string::npos) << last_error();
+  EXPECT_NE(last_error().find("KV cache"), std::string::npos) << last_error();
+  so.mem_budget_mb = 64;
+  so.batch = 16;
+  ASSERT_EQ(pocket_session_open(o.model, &so, &s), POCKET_OK) << pocket_last_error();
+  int32_t context = 0;
+  EXPECT_EQ(pocket_session_get_context_size(s, &context), POCKET_OK);
+  EXPECT_GE(context, 64);
+  pocket_session_close(s);
+  so.batch = 500;
+  EXPECT_EQ(pocket_session_open(o.model, &so, &s), POCKET_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("batch 500"), std::string::npos) << last_error();
+}
+
 // Frozen layouts (LP64): a field moved or inserted in the middle breaks
 // every binding built against the old header, so it must fail here first.
 TEST(CApi, StructLayoutsAreFrozen) {
@@ -312,7 +340,9 @@ TEST(CApi, StructLayoutsAreFrozen) {
   EXPECT_EQ(offsetof(pocket_session_options, context), 8u);
   EXPECT_EQ(offsetof(pocket_session_options, enable_thinking), 12u);
   EXPECT_EQ(offsetof(pocket_session_options, system_prompt), 16u);
-  EXPECT_EQ(sizeof(pocket_session_options), 24u);
+  EXPECT_EQ(offsetof(pocket_session_options, mem_budget_mb), 24u);  // appended: memory budget
+  EXPECT_EQ(offsetof(pocket_session_options, batch), 28u);
+  EXPECT_EQ(sizeof(pocket_session_options), 32u);
   EXPECT_EQ(offsetof(pocket_generate_options, max_tokens), 4u);
   EXPECT_EQ(offsetof(pocket_generate_options, temperature), 8u);
   EXPECT_EQ(offsetof(pocket_generate_options, top_k), 12u);

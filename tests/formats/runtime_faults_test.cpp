@@ -16,6 +16,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/sanitized.h"
 #include "common/test_util.h"
 #include "core/config.h"
 #include "model/kv_cache.h"
@@ -26,17 +27,7 @@
 namespace pocket {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;  // they reserve terabytes of shadow memory: no RLIMIT_AS
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+using test::kSanitized;  // no RLIMIT_AS under sanitizers (terabytes of shadow memory)
 
 void write_bytes(const std::string& path, size_t n, char fill) {
   std::ofstream(path, std::ios::binary) << std::string(n, fill);

@@ -169,7 +169,9 @@ TEST(SessionState, BadFilesGiveOneClearErrorAndLeaveTheCache) {
     reseal(b2);
     return b2;
   };
-  expect_error(with_u32(8, 2), "version 2");
+  expect_error(with_u32(8, 3), "version 3");
+  // Version 1 (an earlier hasher's fingerprint and checksum): named as such.
+  expect_error(with_u32(8, 1), "version 1 was saved by an earlier Pocket");
   expect_error(with_u32(12, 2), "q8 KV cache");
   expect_error(with_u32(12, 99), "unknown KV cache type");
   const size_t size_at = 16 + 8 + 6 * 4;  // magic, version, type, fingerprint, 6 fields

@@ -204,7 +204,8 @@ JNIEXPORT jbyteArray JNICALL Java_dev_pocket_NativeLib_detokenize(JNIEnv* env, j
 
 JNIEXPORT jlong JNICALL Java_dev_pocket_NativeLib_sessionOpen(JNIEnv* env, jclass cls, jlong model, jint threads,
                                                               jint context, jboolean thinking,
-                                                              jbyteArray system_prompt) {
+                                                              jbyteArray system_prompt, jint mem_budget_mb,
+                                                              jint batch) {
   size_t n = 0;
   char* sys = copy_bytes(env, system_prompt, &n);
   if (system_prompt != NULL && sys == NULL) return 0;
@@ -214,6 +215,8 @@ JNIEXPORT jlong JNICALL Java_dev_pocket_NativeLib_sessionOpen(JNIEnv* env, jclas
   opt.context = context;
   opt.enable_thinking = thinking ? 1 : 0;
   opt.system_prompt = sys;
+  opt.mem_budget_mb = mem_budget_mb;
+  opt.batch = batch;
   pocket_session* session = NULL;
   const pocket_status st = pocket_session_open(as_model(model), &opt, &session);
   free(sys);
@@ -230,6 +233,38 @@ SESSION_CALL(sessionClose, pocket_session_close)
 SESSION_CALL(sessionCancel, pocket_session_cancel)
 SESSION_CALL(sessionReset, pocket_session_reset)
 #undef SESSION_CALL
+
+/* Saved sessions: pocket_session_save_state / load_state with a path's bytes. */
+#define SESSION_PATH_CALL(name, call)                                                                       \
+  JNIEXPORT void JNICALL Java_dev_pocket_NativeLib_##name(JNIEnv* env, jclass cls, jlong s, jbyteArray path) { \
+    size_t n = 0;                                                                                          \
+    char* p = copy_bytes(env, path, &n);                                                                   \
+    if (p == NULL) return;                                                                                 \
+    const pocket_status st = call(as_session(s), p);                                                       \
+    free(p);                                                                                               \
+    if (st != POCKET_OK) throw_status(env, st);                                                            \
+  }
+SESSION_PATH_CALL(saveState, pocket_session_save_state)
+SESSION_PATH_CALL(loadState, pocket_session_load_state)
+#undef SESSION_PATH_CALL
+
+JNIEXPORT void JNICALL Java_dev_pocket_NativeLib_shareChatStart(JNIEnv* env, jclass cls, jlong source,
+                                                               jlongArray targets) {
+  const jsize n = targets == NULL ? 0 : (*env)->GetArrayLength(env, targets);
+  pocket_session** t = (pocket_session**)malloc(sizeof(pocket_session*) * (size_t)(n > 0 ? n : 1));
+  if (t == NULL) {
+    throw_status(env, POCKET_ERR_FAILED);
+    return;
+  }
+  for (jsize i = 0; i < n; ++i) {
+    jlong h = 0;
+    (*env)->GetLongArrayRegion(env, targets, i, 1, &h);
+    t[i] = as_session(h);
+  }
+  const pocket_status st = pocket_session_share_chat_start(as_session(source), t, (size_t)n);
+  free(t);
+  if (st != POCKET_OK) throw_status(env, st);
+}
 
 JNIEXPORT void JNICALL Java_dev_pocket_NativeLib_setThreads(JNIEnv* env, jclass cls, jlong s, jint threads) {
   const pocket_status st = pocket_session_set_threads(as_session(s), threads);

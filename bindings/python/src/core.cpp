@@ -165,11 +165,13 @@ nb::bytes detokenize(uintptr_t model, const std::vector<int32_t>& ids) {
 }
 
 uintptr_t session_open(uintptr_t model, int32_t threads, int32_t context, bool thinking,
-                       std::optional<std::string> system_prompt) {
+                       std::optional<std::string> system_prompt, int32_t mem_budget_mb, int32_t batch) {
   pocket_session_options opt;
   pocket_session_options_init(&opt);
   opt.threads = threads;
   opt.context = context;
+  opt.mem_budget_mb = mem_budget_mb;
+  opt.batch = batch;
   opt.enable_thinking = thinking ? 1 : 0;
   opt.system_prompt = system_prompt ? system_prompt->c_str() : nullptr;
   pocket_session* session = nullptr;
@@ -189,6 +191,28 @@ void session_call(uintptr_t session) {
   {
     nb::gil_scoped_release release;
     st = Fn(as_session(session));
+  }
+  check(st);
+}
+
+// Saved sessions: pocket_session_save_state / load_state.
+template <pocket_status (*Fn)(pocket_session*, const char*)>
+void session_path_call(uintptr_t session, const std::string& path) {
+  pocket_status st;
+  {
+    nb::gil_scoped_release release;
+    st = Fn(as_session(session), path.c_str());
+  }
+  check(st);
+}
+
+void share_chat_start(uintptr_t source, const std::vector<uintptr_t>& targets) {
+  std::vector<pocket_session*> t;
+  for (uintptr_t h : targets) t.push_back(as_session(h));
+  pocket_status st;
+  {
+    nb::gil_scoped_release release;
+    st = pocket_session_share_chat_start(as_session(source), t.data(), t.size());
   }
   check(st);
 }
@@ -262,9 +286,12 @@ NB_MODULE(_core, m) {
   m.def("tokenize", &tokenize, nb::arg("model"), nb::arg("text"), nb::arg("special"));
   m.def("detokenize", &detokenize, nb::arg("model"), nb::arg("ids"));
   m.def("session_open", &session_open, nb::arg("model"), nb::arg("threads"), nb::arg("context"),
-        nb::arg("thinking"), nb::arg("system_prompt").none());
+        nb::arg("thinking"), nb::arg("system_prompt").none(), nb::arg("mem_budget_mb"), nb::arg("batch"));
   m.def("session_close", &session_call<pocket_session_close>);
   m.def("session_reset", &session_call<pocket_session_reset>);
+  m.def("session_save_state", &session_path_call<pocket_session_save_state>, nb::arg("session"), nb::arg("path"));
+  m.def("session_load_state", &session_path_call<pocket_session_load_state>, nb::arg("session"), nb::arg("path"));
+  m.def("session_share_chat_start", &share_chat_start, nb::arg("source"), nb::arg("targets"));
   m.def("session_cancel", [](uintptr_t session) { check(pocket_session_cancel(as_session(session))); });
   m.def("session_set_threads",
         [](uintptr_t session, int32_t n) { check(pocket_session_set_threads(as_session(session), n)); });

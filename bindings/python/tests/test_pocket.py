@@ -295,6 +295,52 @@ def test_bad_options_raise_value_errors_naming_them(model):
         model.session(context=-5)
 
 
+def test_a_saved_session_continues_exactly_where_it_stopped(model, tmp_path):
+    with model.session() as whole:
+        whole.chat("Tell me a story.", max_tokens=10, **GREEDY)
+        expected = whole.chat("And then?", max_tokens=10, **GREEDY)
+    state = tmp_path / "chat.state"
+    with model.session() as first:
+        first.chat("Tell me a story.", max_tokens=10, **GREEDY)
+        first.save_state(state)
+    assert [p.name for p in tmp_path.iterdir()] == ["chat.state"]  # written under a temporary name, renamed
+    with model.session() as second:
+        second.load_state(str(state))
+        assert second.chat("And then?", max_tokens=10, **GREEDY) == expected
+        assert second.stats.reused_tokens > 0
+        # A damaged file: an error naming it, and the session is left as it was.
+        (tmp_path / "bad.state").write_bytes(state.read_bytes()[:40])
+        with pytest.raises(pocket.Error, match="bad.state: truncated"):
+            second.load_state(tmp_path / "bad.state")
+        assert second.context_size > 0
+
+
+def test_a_shared_chat_start_gives_the_replies_of_a_full_prefill(model):
+    system = "You are a teller of short stories about a small dog and a red ball. " * 4
+    with model.session(system_prompt=system) as plain:
+        expected = plain.chat("Tell me a story.", max_tokens=10, **GREEDY)
+    with model.session(system_prompt=system) as src, model.session(system_prompt=system) as a, \
+            model.session(system_prompt=system) as b:
+        src.share_chat_start(a, b)
+        assert a.chat("Tell me a story.", max_tokens=10, **GREEDY) == expected
+        assert a.stats.reused_tokens > 10  # the shared prefix was not prefilled again
+        assert b.chat("Tell me a story.", max_tokens=10, **GREEDY) == expected
+        assert src.chat("Tell me a story.", max_tokens=10, **GREEDY) == expected
+    with model.session() as s:
+        closed = model.session()
+        closed.close()
+        with pytest.raises(pocket.ClosedError):
+            s.share_chat_start(closed)
+
+
+def test_a_memory_budget_chooses_the_context_or_is_refused(model):
+    with pytest.raises(pocket.InvalidArgumentError, match="too small"):
+        model.session(mem_budget_mb=1)
+    with model.session(mem_budget_mb=64, batch=16) as s:
+        assert 64 <= s.context_size <= 512
+        assert s.generate("Once upon a time", max_tokens=4, **GREEDY)
+
+
 def test_a_prompt_longer_than_the_context_is_context_full(model):
     with model.session(context=32) as s:
         with pytest.raises(pocket.ContextFullError) as e:

@@ -169,13 +169,17 @@ class Model(_Closable):
         self._handle = _Handle(handle, _core.model_close, "model")
 
     def session(self, *, threads: int = 0, context: int = 0, system_prompt: Optional[str] = None,
-                thinking: bool = True) -> Session:
+                thinking: bool = True, mem_budget_mb: int = 0, batch: int = 0) -> Session:
         """A new, independent conversation: its own KV cache, not another copy of the weights.
 
         threads: worker threads (0 = all cores); context: tokens (0 = the model's, at most 4096);
-        system_prompt: for chat; thinking: Qwen3 chat (False adds an empty think block).
+        system_prompt: for chat; thinking: Qwen3 chat (False adds an empty think block);
+        mem_budget_mb: hard memory budget in MiB (0 = none; with context 0 the largest context that
+        fits is chosen, else InvalidArgumentError giving the numbers); batch: prompt tokens per
+        forward pass (1-128, 0 = 128).
         """
-        handle = _core.session_open(self._handle.get(), threads, context, thinking, system_prompt)
+        handle = _core.session_open(self._handle.get(), threads, context, thinking, system_prompt, mem_budget_mb,
+                                    batch)
         return Session(self, handle, system_prompt)
 
     def tokenize(self, text: str, *, special: bool = False) -> list[int]:
@@ -276,6 +280,26 @@ class Session(_Closable):
         """Forgets the conversation and its KV cache."""
         _core.session_reset(self._handle.get())
         self._history = []
+
+    def save_state(self, path: Union[str, os.PathLike[str]]) -> None:
+        """Writes the conversation and its KV cache to path (atomically), with the model's fingerprint."""
+        _core.session_save_state(self._handle.get(), os.fspath(path))
+
+    def load_state(self, path: Union[str, os.PathLike[str]]) -> None:
+        """Replaces the conversation with one saved from a session on the same model; it continues
+        exactly as the saved one would have. Another model's file, or a damaged one, raises and leaves
+        the session as it was."""
+        _core.session_load_state(self._handle.get(), os.fspath(path))
+        self._history = None  # the saved turns are not known here
+
+    def share_chat_start(self, *targets: Session) -> None:
+        """Starts a new conversation here, prefills its start (the system prompt as the chat template
+        renders it) once, and starts each target (sessions of the same model) from a copy of those KV
+        rows instead of prefilling them again."""
+        handles = [t._handle.get() for t in targets]
+        _core.session_share_chat_start(self._handle.get(), handles)
+        for s in (self, *targets):
+            s._history = []
 
     @property
     def threads(self) -> int:

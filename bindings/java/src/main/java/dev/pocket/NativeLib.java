@@ -23,7 +23,11 @@ final class NativeLib {
   static native int[] tokenize(long model, byte[] text, boolean special);
   static native byte[] detokenize(long model, int[] ids);
 
-  static native long sessionOpen(long model, int threads, int context, boolean thinking, byte[] systemPrompt);
+  static native long sessionOpen(long model, int threads, int context, boolean thinking, byte[] systemPrompt,
+                                 int memBudgetMb, int batch);
+  static native void saveState(long session, byte[] path);
+  static native void loadState(long session, byte[] path);
+  static native void shareChatStart(long source, long[] targets);
   static native void sessionClose(long session);
   static native void sessionCancel(long session);
   static native void sessionReset(long session);

@@ -67,6 +67,31 @@ public final class Session implements AutoCloseable {
     NativeLib.sessionReset(handle());
   }
 
+  /** Writes the conversation and its KV cache to {@code path} (atomically), with the model's fingerprint. */
+  public void saveState(String path) {
+    if (path == null) throw new NullPointerException("path");
+    NativeLib.saveState(handle(), Pocket.cString(path));
+  }
+
+  /**
+   * Replaces the conversation with one saved from a session on the same model; it continues exactly as the
+   * saved one would have. Another model's file, or a damaged one, throws and leaves this session as it was.
+   */
+  public void loadState(String path) {
+    if (path == null) throw new NullPointerException("path");
+    NativeLib.loadState(handle(), Pocket.cString(path));
+  }
+
+  /**
+   * Starts a new conversation here, prefills its start (the system prompt as the chat template renders it)
+   * once, and starts each target (sessions of the same model) from a copy of those KV rows.
+   */
+  public void shareChatStart(Session... targets) {
+    long[] handles = new long[targets.length];
+    for (int i = 0; i < targets.length; i++) handles[i] = targets[i].handle();
+    NativeLib.shareChatStart(handle(), handles);
+  }
+
   public int threads() {
     return NativeLib.getThreads(handle());
   }

@@ -6,6 +6,8 @@ public final class SessionOptions {
   int context;          // 0 = the model's, at most 4096
   boolean thinking = true;
   String systemPrompt;  // null = none
+  int memBudgetMb;      // 0 = no budget
+  int batch;            // 0 = 128
 
   /** Worker threads; 0 (default) = all cores. Results are the same for any count. */
   public SessionOptions threads(int n) { threads = n; return this; }
@@ -15,4 +17,12 @@ public final class SessionOptions {
   public SessionOptions thinking(boolean on) { thinking = on; return this; }
   /** System prompt for chat (default none). */
   public SessionOptions systemPrompt(String s) { systemPrompt = s; return this; }
+  /**
+   * Hard memory budget in MiB (default 0 = none): weights, tokenizer, KV cache, scratch and overhead must
+   * fit, else opening throws (INVALID_ARGUMENT, with the numbers); with context 0 the largest context that
+   * fits is chosen.
+   */
+  public SessionOptions memBudgetMb(int mib) { memBudgetMb = mib; return this; }
+  /** Prompt tokens per forward pass (chunked prefill), 1-128; 0 (default) = 128. */
+  public SessionOptions batch(int tokens) { batch = tokens; return this; }
 }

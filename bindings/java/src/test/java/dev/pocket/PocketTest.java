@@ -55,6 +55,9 @@ public final class PocketTest {
     tests.put("loadProgressRisesToOneAndCanStop", PocketTest::progress);
     tests.put("badPathThrowsWithTheMessage", PocketTest::badPath);
     tests.put("badOptionsThrowInvalidArgument", PocketTest::badOptions);
+    tests.put("savedSessionContinuesExactly", PocketTest::savedSession);
+    tests.put("sharedChatStartGivesTheRepliesOfAFullPrefill", PocketTest::sharedChatStart);
+    tests.put("memoryBudgetChoosesTheContextOrIsRefused", PocketTest::memoryBudget);
     if (args.length > 1) tests.put("exampleRuns", () -> runExample(args[1]));
 
     int failures = 0;
@@ -243,6 +246,68 @@ public final class PocketTest {
       s.chat("And then?", greedy(8));
       Stats second = s.lastStats();
       check(second.reusedTokens >= first.contextUsed - 1, "second turn reused " + second.reusedTokens);
+    }
+  }
+
+  static void savedSession() throws Exception {
+    String expected;
+    try (Session whole = model.newSession()) {
+      whole.chat("Tell me a story.", greedy(10));
+      expected = whole.chat("And then?", greedy(10));
+    }
+    java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("pocket-java-state");
+    try {
+      String state = dir.resolve("chat.state").toString();
+      try (Session first = model.newSession()) {
+        first.chat("Tell me a story.", greedy(10));
+        first.saveState(state);
+      }
+      try (Session second = model.newSession()) {
+        second.loadState(state);
+        equal(expected, second.chat("And then?", greedy(10)), "reply after loading");
+        java.nio.file.Path bad = dir.resolve("bad.state");
+        java.nio.file.Files.write(bad, java.util.Arrays.copyOf(java.nio.file.Files.readAllBytes(dir.resolve("chat.state")), 40));
+        try {
+          second.loadState(bad.toString());
+          throw new AssertionError("a truncated state loaded");
+        } catch (PocketException e) {
+          check(e.getMessage().contains("bad.state: truncated"), "message: " + e.getMessage());
+        }
+      }
+    } finally {
+      try (java.util.stream.Stream<java.nio.file.Path> files = java.nio.file.Files.list(dir)) {
+        for (java.nio.file.Path f : (Iterable<java.nio.file.Path>) files::iterator) java.nio.file.Files.delete(f);
+      }
+      java.nio.file.Files.delete(dir);
+    }
+  }
+
+  static void sharedChatStart() {
+    String system = "You are a teller of short stories about a small dog and a red ball. ".repeat(4);
+    SessionOptions o = new SessionOptions().systemPrompt(system);
+    String expected;
+    try (Session plain = model.newSession(o)) {
+      expected = plain.chat("Tell me a story.", greedy(10));
+    }
+    try (Session src = model.newSession(o); Session a = model.newSession(o); Session b = model.newSession(o)) {
+      src.shareChatStart(a, b);
+      equal(expected, a.chat("Tell me a story.", greedy(10)), "first target's reply");
+      check(a.lastStats().reusedTokens > 10, "the shared prefix was prefilled again: reused " + a.lastStats().reusedTokens);
+      equal(expected, b.chat("Tell me a story.", greedy(10)), "second target's reply");
+    }
+  }
+
+  static void memoryBudget() {
+    try {
+      model.newSession(new SessionOptions().memBudgetMb(1));
+      throw new AssertionError("a 1 MiB budget was accepted");
+    } catch (PocketException e) {
+      equal(PocketException.Status.INVALID_ARGUMENT, e.status(), "status");
+      check(e.getMessage().contains("too small"), "message: " + e.getMessage());
+    }
+    try (Session s = model.newSession(new SessionOptions().memBudgetMb(64).batch(16))) {
+      check(s.contextSize() >= 64 && s.contextSize() <= 512, "context " + s.contextSize());
+      check(!s.generate("Once upon a time", greedy(4)).isEmpty(), "no text");
     }
   }
 

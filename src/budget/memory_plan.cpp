@@ -1,0 +1,154 @@
+#include "budget/memory_plan.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/dtype.h"
+#include "formats/model_file.h"
+#include "kernels/kernels.h"
+#include "model/model.h"
+#include "util/error.h"
+#include "util/mapped_file.h"
+
+namespace pocket {
+
+namespace {
+
+constexpr uint64_t kPage = 4096;
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+uint64_t pages(uint64_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
+
+// Heap, thread stacks and code pages a run touches beyond the planned
+// buffers: a fixed part and a part per worker thread.
+constexpr uint64_t kOverheadFixed = 12 * kMiB;
+constexpr uint64_t kOverheadPerThread = kMiB;
+
+struct Weights {
+  uint64_t resident = 0, load_extra = 0;
+};
+
+// The file's pages (all touched at load), less what repacking releases,
+// plus the repacked copies; while loading, up to one copy per repacking
+// thread exists beside the pages it replaces.
+Weights weights_of(const ModelFile& file, bool repack_kquants) {
+  Weights w;
+  for (const auto& m : file.mappings) w.resident += pages(m->size());
+  for (const auto& b : file.buffers) w.resident += pages(b->size());
+  std::vector<uint64_t> copies;
+  for (const auto& [name, t] : file.tensors) {
+    const bool repacked = t.type == DType::Q4_0 || (t.type == DType::Q4_K && repack_kquants);
+    if (!repacked || t.shape.size() != 2) continue;
+    const uint64_t copy = tensor_nbytes(DType::PQ4, t.shape, 32, name);
+    // Only whole pages inside the tensor are released.
+    const uint64_t released = t.nbytes > 2 * kPage ? (t.nbytes - 2 * kPage) / kPage * kPage : 0;
+    w.resident = w.resident - std::min(w.resident, released) + pages(copy);
+    copies.push_back(pages(copy));
+  }
+  std::sort(copies.rbegin(), copies.rend());
+  const size_t in_flight = std::min(copies.size(), static_cast<size_t>(Model::repack_threads()));
+  for (size_t i = 0; i < in_flight; ++i) w.load_extra += copies[i];
+  // Norm weights and biases converted to f32, RoPE tables.
+  const ModelConfig& c = file.config;
+  w.resident += 4ull * (static_cast<uint64_t>(c.n_layers) * (4ull * c.dim + 2ull * c.head_dim + c.q_dim() + 2ull * c.kv_dim()) +
+                        c.dim + 2ull * c.head_dim);
+  return w;
+}
+
+// The vocabulary as loaded, the tokenizer's own tables built from it and
+// their hash indexes: a generous estimate per entry.
+uint64_t tokenizer_of(const Vocab& v) {
+  uint64_t bytes = 0;
+  for (const std::string& t : v.tokens) bytes += 3 * (t.size() + 64);
+  for (const auto& [a, b] : v.merges) bytes += 2 * (a.size() + b.size() + 96);
+  bytes += v.scores.size() * sizeof(float) + v.types.size() + v.merge_ids.size() * 12;
+  return bytes;
+}
+
+uint64_t scratch_of(const ModelConfig& c, int context, int batch, int threads) {
+  const uint64_t B = static_cast<uint64_t>(batch);
+  // Context's per-row buffers: x, xn, q, k, v, attn, gate, up (floats).
+  const uint64_t row = static_cast<uint64_t>(c.dim) + std::max(c.dim, c.q_dim()) + 2ull * c.q_dim() + 2ull * c.kv_dim() +
+                       2ull * c.hidden_dim;
+  const uint64_t widest = static_cast<uint64_t>(std::max({c.dim, c.q_dim(), c.hidden_dim}));
+  const uint64_t acts = B * (widest + 64) * 2;  // int8 activations with their block scales and sums
+  const uint64_t scores = 4ull * kernels::kMaxAttentionQueries * static_cast<uint64_t>(context) * threads;
+  const uint64_t vocab = 4ull * c.vocab_size * 4;  // logits, the sampler's candidates
+  const uint64_t tokens = 16ull * context;         // cached ids, history
+  return pages(4 * B * row) + pages(acts) + pages(scores) + pages(vocab) + pages(tokens);
+}
+
+// Tenths of a MiB, rounded up (so a budget of the figure shown always holds it).
+std::string mib(uint64_t bytes) {
+  const uint64_t tenths = (bytes * 10 + kMiB - 1) / kMiB;
+  return cat(tenths / 10, ".", tenths % 10, " MiB");
+}
+
+}  // namespace
+
+uint64_t MemoryPlan::peak() const {
+  const uint64_t run = weights + tokenizer + kv + scratch + overhead;
+  const uint64_t load = weights + load_extra + tokenizer + overhead;
+  return std::max(run, load);
+}
+
+std::string MemoryPlan::describe() const {
+  std::string s = cat("weights ", mib(weights), " + tokenizer ", mib(tokenizer), " + KV cache ", mib(kv), " (", context,
+                      " tokens) + scratch ", mib(scratch), " (batch ", batch, ") + overhead ", mib(overhead));
+  if (load_extra > 0) s += cat("; while loading + ", mib(load_extra), " of repacked weights");
+  s += cat(" = peak ", mib(peak()));
+  if (budget > 0) s += cat(" of the budget of ", mib(budget));
+  return s;
+}
+
+MemoryPlan memory_for(const ModelFile& file, const Vocab& vocab, const MemoryRequest& r, int context) {
+  const ModelConfig& c = file.config;
+  const Weights w = weights_of(file, r.repack_kquants);
+  MemoryPlan p;
+  p.weights = w.resident;
+  p.load_extra = w.load_extra;
+  p.tokenizer = pages(tokenizer_of(vocab));
+  p.context = context;
+  p.batch = std::min(r.batch > 0 ? r.batch : Model::kMaxBatch, context);
+  p.kv = pages(kv_cache_bytes(c, r.kv, context));
+  p.scratch = scratch_of(c, context, p.batch, std::max(1, r.threads));
+  p.overhead = kOverheadFixed + kOverheadPerThread * static_cast<uint64_t>(std::max(1, r.threads));
+  p.budget = static_cast<uint64_t>(std::max(0, r.budget_mb)) * kMiB;
+  return p;
+}
+
+MemoryPlan plan_memory(const ModelFile& file, const Vocab& vocab, const MemoryRequest& r) {
+  if (r.budget_mb < 1) fail_as(ErrorCode::InvalidArgument, "memory budget ", r.budget_mb, " MiB must be at least 1");
+  if (r.batch < 0 || r.batch > Model::kMaxBatch)
+    fail_as(ErrorCode::InvalidArgument, "batch ", r.batch, " is outside [1, ", Model::kMaxBatch, "] (0 = ", Model::kMaxBatch, ")");
+  if (r.context < 0 || r.context > file.config.max_seq_len || r.max_context < 1)
+    fail_as(ErrorCode::InvalidArgument, "memory plan: context ", r.context, " outside [0, ", file.config.max_seq_len, "]");
+  const int largest = r.max_context;
+  const auto refuse = [&](const MemoryPlan& p, const std::string& what) {
+    fail_as(ErrorCode::InvalidArgument, "the memory budget of ", r.budget_mb, " MiB is too small ", what, ": ", p.describe(),
+            " (raise --mem-budget to at least ", (p.peak() + kMiB - 1) / kMiB, " MiB",
+            r.context > 0 ? ", lower the context" : "", " or lower --batch)");
+  };
+  if (r.context > 0) {
+    MemoryPlan p = memory_for(file, vocab, r, r.context);
+    if (p.peak() > p.budget) refuse(p, cat("for a context of ", r.context, " tokens"));
+    return p;
+  }
+  const int smallest = std::min(kMinPlannedContext, largest);
+  MemoryPlan lo = memory_for(file, vocab, r, smallest);
+  if (lo.peak() > lo.budget) refuse(lo, cat("even for a context of ", smallest, " tokens"));
+  // The peak grows with the context: the largest that fits, by bisection.
+  int good = smallest, bad = largest + 1;
+  while (bad - good > 1) {
+    const int mid = good + (bad - good) / 2;
+    if (memory_for(file, vocab, r, mid).peak() <= lo.budget)
+      good = mid;
+    else
+      bad = mid;
+  }
+  MemoryPlan p = memory_for(file, vocab, r, good);
+  p.context_chosen = true;
+  return p;
+}
+
+}  // namespace pocket
