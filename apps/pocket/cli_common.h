@@ -14,6 +14,7 @@ struct ModelOptions {
   std::string tokenizer;  // --tokenizer
   int threads = 0;        // 0 = all cores
   int context = 0;        // 0 = min(model context, 4096)
+  bool exact_kquants = false;  // --exact-kquants
 
   void add_to(CLI::App& app);
   LoadedModel load(std::string* path_out = nullptr) const;
