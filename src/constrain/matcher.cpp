@@ -11,6 +11,13 @@ namespace {
 constexpr int32_t kUnknown = -2, kDead = -1;
 constexpr int32_t kCut = -3;  // parent of a frame state's stack tops: the context below is unknown
 constexpr size_t kMaxStates = 1'000'000, kMaxNodes = 4'000'000, kMaxStacks = 4096;
+// Sets the bits of the tokens that end at trie node i.
+void mark_tokens(const VocabIndex& v, int32_t i, std::vector<uint64_t>& m) {
+  for (int32_t k = v.node_tok[i]; k < v.node_tok[i + 1]; ++k) {
+    const int32_t id = v.tok_ids[k];
+    m[id >> 6] |= uint64_t{1} << (id & 63);
+  }
+}
 uint64_t key(int32_t pos, int32_t parent) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent + 1);
 }
@@ -125,6 +132,14 @@ int32_t Matcher::walk(int32_t s, std::string_view bytes) {
   return s;
 }
 
+// The state after trie node i, from the state walk_stack_ holds at its parent.
+int32_t Matcher::trie_step(int32_t i) {
+  const int32_t from = walk_stack_[v_->node_depth[i] - 1];
+  const uint8_t b = v_->node_byte[i];
+  const int32_t t = trans_[static_cast<size_t>(from) * 256 + b];
+  return t == kUnknown ? step(from, b) : t;
+}
+
 void Matcher::make_room(size_t bytes) {
   if (cache_bytes_ == 0 || cache_bytes_ + bytes <= cache_limit_) return;
   masks_.clear();
@@ -201,9 +216,7 @@ const Matcher::Frame& Matcher::frame_info(int32_t f) {
   walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
   walk_stack_[0] = f;
   for (int32_t i = 0; i < n;) {
-    const int32_t from = walk_stack_[depth[i] - 1];
-    int32_t t = trans_[static_cast<size_t>(from) * 256 + byte[i]];
-    if (t == kUnknown) t = step(from, byte[i]);
+    const int32_t t = trie_step(i);
     if (t < 0) {
       i = skip[i];
       continue;
@@ -214,10 +227,7 @@ const Matcher::Frame& Matcher::frame_info(int32_t f) {
       continue;
     }
     walk_stack_[depth[i]] = t;
-    for (int32_t k = tok[i]; k < tok[i + 1]; ++k) {
-      const int32_t id = v_->tok_ids[k];
-      fr.decided[id >> 6] |= uint64_t{1} << (id & 63);
-    }
+    mark_tokens(*v_, i, fr.decided);
     ++i;
   }
   undecided_ += static_cast<int64_t>(fr.undecided.size());
@@ -256,9 +266,7 @@ void Matcher::compute_mask(int32_t s) {
           continue;
         }
       }
-      const int32_t from = walk_stack_[depth[i] - 1];
-      int32_t t = trans_[static_cast<size_t>(from) * 256 + byte[i]];
-      if (t == kUnknown) t = step(from, byte[i]);
+      const int32_t t = trie_step(i);
       if (t < 0) {
         i = skip[i];
         continue;
@@ -268,11 +276,7 @@ void Matcher::compute_mask(int32_t s) {
         inside = true;
         inside_end = skip[i];
       }
-      if (inside)
-        for (int32_t j = tok[i]; j < tok[i + 1]; ++j) {
-          const int32_t id = v_->tok_ids[j];
-          m[id >> 6] |= uint64_t{1} << (id & 63);
-        }
+      if (inside) mark_tokens(*v_, i, m);
       ++i;
     }
   } else {

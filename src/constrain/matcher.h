@@ -108,6 +108,7 @@ class Matcher {
   int32_t frame_of(int32_t s);
   const Frame& frame_info(int32_t f);
   void make_room(size_t bytes);
+  int32_t trie_step(int32_t node);
 
   std::shared_ptr<const CompiledGrammar> g_;
   std::shared_ptr<const VocabIndex> v_;
