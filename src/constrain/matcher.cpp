@@ -211,7 +211,6 @@ const Matcher::Frame& Matcher::frame_info(int32_t f) {
   const auto& byte = v_->node_byte;
   const auto& depth = v_->node_depth;
   const auto& skip = v_->node_skip;
-  const auto& tok = v_->node_tok;
   const int32_t n = static_cast<int32_t>(byte.size());
   walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
   walk_stack_[0] = f;
@@ -250,7 +249,6 @@ void Matcher::compute_mask(int32_t s) {
     const auto& byte = v_->node_byte;
     const auto& depth = v_->node_depth;
     const auto& skip = v_->node_skip;
-    const auto& tok = v_->node_tok;
     const int32_t n = static_cast<int32_t>(byte.size());
     walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
     walk_stack_[0] = s;

@@ -54,10 +54,14 @@ void check_caches(const std::shared_ptr<const CompiledGrammar>& g, const std::sh
   const auto hits = cached.stats().mask_hits;
   for (size_t i = 0; i < first.size(); ++i) {
     ASSERT_EQ(copy(cached.mask()), first[i]) << what << " again at step " << i;
-    if (i < path.size()) ASSERT_TRUE(cached.advance(path[i]));
+    if (i < path.size()) {
+      ASSERT_TRUE(cached.advance(path[i]));
+    }
   }
   EXPECT_EQ(cached.stats().mask_hits - hits, static_cast<int64_t>(first.size())) << what;
-  if (first.size() > 1) EXPECT_GT(evicting.stats().evictions, 0) << what;
+  if (first.size() > 1) {
+    EXPECT_GT(evicting.stats().evictions, 0) << what;
+  }
 }
 
 TEST(ConstrainMaskCache, NestedGrammarsCutFramesAndMatchTheReference) {
