@@ -12,6 +12,9 @@ void ConstraintFlags::add_to(CLI::App& app, const std::string& any_json_flag) {
   app.add_option("--grammar", grammar_file, "Constrain the output to this GBNF grammar file (llama.cpp syntax)");
   app.add_option("--json-ws", json_ws, "JSON: whitespace characters allowed between tokens (default 0: compact)")
       ->check(CLI::Range(0, 64));
+  app.add_flag("--json-open", json_open,
+               "JSON Schema: where additionalProperties (or items after prefixItems) is absent, allow further "
+               "properties (items) as the spec does (default: closed, only what the schema lists)");
 }
 
 bool ConstraintFlags::given() const {
@@ -25,6 +28,7 @@ constrain::ConstraintSpec ConstraintFlags::spec() const {
     throw CLI::ValidationError("constraint", "give one of --json-schema, --json, --regex, --choice, --grammar");
   constrain::ConstraintSpec s;
   s.json_max_ws = json_ws;
+  s.json_open = json_open;
   if (!schema_file.empty()) s.kind = Kind::JsonSchema, s.text = read_text_file(schema_file);
   if (json) s.kind = Kind::Json;
   if (!regex.empty()) s.kind = Kind::Regex, s.text = regex;

@@ -16,6 +16,7 @@ struct ConstraintFlags {
   std::vector<std::string> choices;
   bool json = false;
   int json_ws = 0;
+  bool json_open = false;
 
   // `any_json_flag`: the name of --json (bench has its own --json).
   void add_to(CLI::App& app, const std::string& any_json_flag = "--json");

@@ -125,6 +125,8 @@ struct GenerationOptions {
     std::string text;                  // the schema, regex or GBNF text
     std::vector<std::string> choices;  // for "choice"
     int json_whitespace = 0;           // JSON: whitespace allowed between tokens (0 = compact)
+    bool json_open = false;            // json-schema: absent additionalProperties / items (after prefixItems)
+                                       // allow more, as the spec says; default closed, as OpenAI's strict mode
   } constraint;
 };
 

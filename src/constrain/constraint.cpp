@@ -22,6 +22,7 @@ const char* kind_name(ConstraintSpec::Kind k) {
 Grammar compile_spec(const ConstraintSpec& spec) {
   JsonOptions jo;
   jo.max_ws = spec.json_max_ws;
+  jo.open = spec.json_open;
   switch (spec.kind) {
     case ConstraintSpec::Kind::JsonSchema: return compile_json_schema(spec.text, jo);
     case ConstraintSpec::Kind::Json: return compile_any_json(jo);

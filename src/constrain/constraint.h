@@ -18,6 +18,7 @@ struct ConstraintSpec {
   std::string text;                  // the schema, regex or GBNF text
   std::vector<std::string> choices;  // Kind::Choice
   int json_max_ws = 0;               // JSON: whitespace allowed between tokens (0 = compact)
+  bool json_open = false;            // JSON Schema: absent additionalProperties / items allow more (the spec)
 
   bool active() const { return kind != Kind::None; }
 };

@@ -61,7 +61,11 @@ std::string nonneg_range(long long a, long long b) {
 std::string integer_range_regex(long long lo, long long hi) {
   std::vector<std::string> parts;
   if (hi >= 0) parts.push_back(nonneg_range(std::max(lo, 0LL), hi));
-  if (lo < 0) parts.push_back("-" + nonneg_range(std::max(hi < 0 ? -hi : 1LL, 1LL), -lo));
+  if (lo < 0) {  // -0 is 0 in JSON: allowed where 0 is
+    std::string neg = nonneg_range(std::max(hi < 0 ? -hi : 1LL, 1LL), -lo);
+    parts.push_back(hi >= 0 ? "-(?:0|" + neg + ")" : "-" + neg);
+  }
+  if (lo == 0) parts.push_back("-0");
   if (parts.size() == 1) return parts[0];
   return "(?:" + parts[0] + "|" + parts[1] + ")";
 }
@@ -78,7 +82,7 @@ const std::set<std::string, std::less<>> kSupported = {
 
 class SchemaCompiler {
  public:
-  SchemaCompiler(const json& root, const JsonOptions& opt) : root_(root) {
+  SchemaCompiler(const json& root, const JsonOptions& opt) : root_(root), open_(opt.open) {
     if (opt.max_ws < 0 || opt.max_ws > 64) fail_as(ErrorCode::InvalidArgument, "JSON whitespace limit ", opt.max_ws, " must be in [0, 64]");
     if (opt.max_ws > 0) {
       ByteSet ws;
@@ -403,14 +407,16 @@ class SchemaCompiler {
       static const std::string d = "(?:0[1-9]|1[0-9]|2[0-8])";
       static const std::string date = "(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])-(?:(?:0[13578]|1[02])-(?:" + d + "|29|3[01])|(?:0[469]|11)-(?:" + d +
                                       "|29|30)|02-" + d + ")";
-      static const std::string time = "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])";
+      static const std::string time = "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,6})?(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])";
       static const std::string label = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+      // RFC 5322 atext: the characters of a dot-atom local part.
+      static const std::string atext = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]";
       static const std::string octet = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
       static const std::map<std::string, std::string, std::less<>> formats = {
           {"date", date},
           {"time", time},
-          {"date-time", date + "T" + time},
-          {"email", "[A-Za-z0-9_+-]{1,32}(?:\\.[A-Za-z0-9_+-]{1,32}){0,3}@" + label + "(?:\\." + label + "){1,3}"},
+          {"date-time", date + "[Tt]" + time},  // RFC 3339 5.6: T and Z may be lowercase
+          {"email", atext + "{1,32}(?:\\." + atext + "{1,32}){0,3}@" + label + "(?:\\." + label + "){1,3}"},
           {"uuid", "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"},
           {"ipv4", octet + "(?:\\." + octet + "){3}"}};
       auto it = formats.find(f.get<std::string>());
@@ -495,6 +501,7 @@ class SchemaCompiler {
     std::vector<std::string> parts;
     if (hi >= 0) parts.push_back(magnitude(std::max(lo, 0LL), hi));
     if (lo < 0) parts.push_back("-" + magnitude(hi < 0 ? -hi : 0, -lo));
+    if (lo == 0) parts.push_back("-0(?:\\.0{1,16})?");  // -0 is 0 in JSON
     std::string re = parts.size() == 1 ? parts[0] : "(?:" + parts[0] + "|" + parts[1] + ")";
     return from_regex(re, "number");
   }
@@ -570,14 +577,15 @@ class SchemaCompiler {
         required.insert(r.get<std::string>());
       }
     }
-    // Additional properties: strict by default when properties are listed.
+    // Additional properties: closed by default when properties are listed
+    // (JsonOptions::open follows the spec: any further property).
     const json* addl = nullptr;
     json any = true;
     if (s.contains("additionalProperties")) {
       const json& a = s["additionalProperties"];
       if (!(a.is_boolean() || a.is_object())) err(ptr + "/additionalProperties", "must be a boolean or a schema");
       if (!(a.is_boolean() && !a.get<bool>())) addl = &a;
-    } else if (props.empty()) {
+    } else if (props.empty() || open_) {
       addl = &any;
     }
     std::vector<std::string> names;
@@ -642,37 +650,47 @@ class SchemaCompiler {
       if (!p.is_array()) err(ptr + "/prefixItems", "must be an array");
       for (size_t i = 0; i < p.size(); ++i) prefix.push_back(schema(p[i], cat(ptr, "/prefixItems/", i), depth + 1));
     }
-    const int k = static_cast<int>(prefix.size());
-    if (max >= 0 && max < k) err(ptr + "/maxItems", "is smaller than the number of prefixItems (which are all generated)");
+    // prefixItems entries are optional from minItems on (an array may stop
+    // early); maxItems drops the entries it leaves no room for.
+    const int k = max >= 0 ? std::min(static_cast<int>(prefix.size()), max) : static_cast<int>(prefix.size());
     std::optional<Elem> item;
     if (s.contains("items")) {
       const json& it = s["items"];
       if (it.is_array()) err(ptr + "/items", "an array of schemas (old tuple form) is not supported: use prefixItems");
       if (!(it.is_boolean() && !it.get<bool>())) item = schema(it, ptr + "/items", depth + 1);
-    } else if (prefix.empty()) {
+    } else if (prefix.empty() || open_) {
       item = any_value();
     }
     const int emin = std::max(min - k, 0);
     const int emax = item ? (max < 0 ? -1 : max - k) : 0;
-    if (!item && min > k) err(ptr + "/minItems", "needs more items than prefixItems while items is false");
+    if (!item && min > k) err(ptr + "/minItems", "needs more items than prefixItems allow while items is false");
     Seq arr{b_.byte('[')};
     append(arr, ws_);
     Seq body;
-    for (int i = 0; i < k; ++i) {
-      if (i) append(body, sep(','));
-      body.push_back(prefix[i]);
-    }
-    if (item && emax != 0) {
+    if (k > 0) {
+      // rest(i): entries i.. of the prefix, then the further items.
+      Seq rest;
+      if (item && emax != 0) {
+        Seq next = sep(',');
+        next.push_back(*item);
+        rest = b_.repeat({next}, emin, emax, "items");
+      }
+      for (int i = k - 1; i >= 0; --i) {
+        Seq seg = i ? sep(',') : Seq{};
+        seg.push_back(prefix[i]);
+        append(seg, rest);
+        Alts alts{seg};
+        if (i >= min) alts.push_back({});
+        rest = {b_.group(alts, "prefix-items")};
+      }
+      body = rest;
+    } else if (item && emax != 0) {
       Seq next = sep(',');
       next.push_back(*item);
-      if (k > 0) {
-        append(body, b_.repeat({next}, emin, emax, "items"));
-      } else {
-        Seq items{*item};
-        append(items, b_.repeat({next}, std::max(emin - 1, 0), emax < 0 ? -1 : emax - 1, "items"));
-        if (emin == 0) body.push_back(b_.group({items, {}}, "items?"));
-        else append(body, items);
-      }
+      Seq items{*item};
+      append(items, b_.repeat({next}, std::max(emin - 1, 0), emax < 0 ? -1 : emax - 1, "items"));
+      if (emin == 0) body.push_back(b_.group({items, {}}, "items?"));
+      else append(body, items);
     }
     append(arr, body);
     append(arr, ws_);
@@ -684,6 +702,7 @@ class SchemaCompiler {
   GrammarBuilder b_;
   Seq ws_;
   int any_ = -1, char_ = -1, number_ = -1;
+  bool open_ = false;
   std::map<std::pair<int, int>, Elem> strings_;
   std::map<std::string, int> refs_;
 };

@@ -1,9 +1,12 @@
 // JSON Schema (and "any JSON") to grammar.
 //
 // Supported: type (incl. unions), properties, required,
-// additionalProperties (false when `properties` is given and it is absent:
-// strict objects), enum, const, anyOf, oneOf (as anyOf: exact when the
-// branches cannot match the same value, e.g. tagged unions), allOf of
+// additionalProperties (when it is absent and `properties` is given, objects
+// are closed by default, as in OpenAI's strict mode and xgrammar's default:
+// a small model otherwise invents extra keys; likewise an array with
+// prefixItems and no items ends after them; JsonOptions::open follows the
+// spec instead: any further property, any further item), enum, const,
+// anyOf, oneOf (as anyOf: exact when the branches cannot match the same value, e.g. tagged unions), allOf of
 // object schemas, items, prefixItems, minItems, maxItems, minLength,
 // maxLength, pattern, format (date, time, date-time, email, uuid, ipv4),
 // integer minimum/maximum/exclusiveMinimum/exclusiveMaximum, number
@@ -22,6 +25,7 @@ namespace pocket::constrain {
 
 struct JsonOptions {
   int max_ws = 0;  // whitespace characters allowed between tokens (0 = compact)
+  bool open = false;  // absent additionalProperties / items allow further properties / items (the spec)
 };
 
 Grammar compile_json_schema(std::string_view schema_text, const JsonOptions& opt = {});

@@ -1,6 +1,7 @@
 #include "constrain/matcher.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "util/error.h"
 
@@ -8,7 +9,15 @@ namespace pocket::constrain {
 
 namespace {
 constexpr int32_t kUnknown = -2, kDead = -1;
+constexpr int32_t kCut = -3;  // parent of a frame state's stack tops: the context below is unknown
 constexpr size_t kMaxStates = 1'000'000, kMaxNodes = 4'000'000, kMaxStacks = 4096;
+// Sets the bits of the tokens that end at trie node i.
+void mark_tokens(const VocabIndex& v, int32_t i, std::vector<uint64_t>& m) {
+  for (int32_t k = v.node_tok[i]; k < v.node_tok[i + 1]; ++k) {
+    const int32_t id = v.tok_ids[k];
+    m[id >> 6] |= uint64_t{1} << (id & 63);
+  }
+}
 uint64_t key(int32_t pos, int32_t parent) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent + 1);
 }
@@ -53,7 +62,7 @@ int32_t Matcher::intern_node(int32_t pos, int32_t parent) {
 int32_t Matcher::close(std::vector<std::pair<int32_t, int32_t>>& work) {
   seen_.clear();
   scratch_.clear();
-  bool accept = false;
+  bool accept = false, escaped = false;
   const auto& flat = g_->flat;
   while (!work.empty()) {
     auto [pos, parent] = work.back();
@@ -61,7 +70,9 @@ int32_t Matcher::close(std::vector<std::pair<int32_t, int32_t>>& work) {
     if (!seen_.insert(key(pos, parent)).second) continue;
     const int32_t e = flat[pos];
     if (e == CompiledGrammar::kEnd) {
-      if (parent < 0)
+      if (parent == kCut)
+        escaped = true;
+      else if (parent < 0)
         accept = true;
       else
         work.push_back(nodes_[parent]);
@@ -76,17 +87,20 @@ int32_t Matcher::close(std::vector<std::pair<int32_t, int32_t>>& work) {
       for (int32_t s : g_->starts[-(e + 1)]) work.emplace_back(s, np);
     }
   }
-  if (scratch_.empty() && !accept) return kDead;
+  if (scratch_.empty() && !accept && !escaped) return kDead;
   std::sort(scratch_.begin(), scratch_.end());
   scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
+  const size_t live = scratch_.size();
   if (accept) scratch_.push_back(INT32_MIN);
+  if (escaped) scratch_.push_back(INT32_MIN + 1);
   auto [it, fresh] = state_ids_.try_emplace(scratch_, static_cast<int32_t>(states_.size()));
   if (fresh) {
     if (states_.size() >= kMaxStates)
       fail_as(ErrorCode::InvalidArgument, "constraint: more than ", kMaxStates, " parser states (grammar too complex)");
     State st;
     st.accept = accept;
-    st.nodes.assign(scratch_.begin(), scratch_.end() - (accept ? 1 : 0));
+    st.escaped = escaped;
+    st.nodes.assign(scratch_.begin(), scratch_.begin() + static_cast<std::ptrdiff_t>(live));
     for (int32_t n : st.nodes) st.bytes |= g_->sets[flat[nodes_[n].first]];
     states_.push_back(std::move(st));
     trans_.resize(trans_.size() + 256, kUnknown);
@@ -118,34 +132,157 @@ int32_t Matcher::walk(int32_t s, std::string_view bytes) {
   return s;
 }
 
-void Matcher::compute_mask(int32_t s) {
-  std::vector<uint64_t> m(v_->mask_words(), 0);
+// The state after trie node i, from the state walk_stack_ holds at its parent.
+int32_t Matcher::trie_step(int32_t i) {
+  const int32_t from = walk_stack_[v_->node_depth[i] - 1];
+  const uint8_t b = v_->node_byte[i];
+  const int32_t t = trans_[static_cast<size_t>(from) * 256 + b];
+  return t == kUnknown ? step(from, b) : t;
+}
+
+void Matcher::make_room(size_t bytes) {
+  if (cache_bytes_ == 0 || cache_bytes_ + bytes <= cache_limit_) return;
+  masks_.clear();
+  frames_.clear();
+  for (State& st : states_) st.mask = st.frame_info = -1;
+  cache_bytes_ = 0;
+  ++evictions_;
+}
+
+// The state cut below the stack entry that all its stacks share nearest
+// their tops (e.g. the closing quote of the JSON string they are in), the cut
+// marked kCut: everything the state can do before returning past that entry
+// is in the frame, the rest is context. So every unbounded JSON string, in
+// whatever object, shares one frame. When the stacks share no entry, each is
+// cut below its top three (a character class, its repetition, the rule
+// around it) or kept whole when no deeper.
+int32_t Matcher::frame_of(int32_t s) {
+  if (states_[s].frame != kUnknown) return states_[s].frame;
+  const auto& tops = states_[s].nodes;
+  std::vector<std::pair<int32_t, int32_t>> work;
+  // The shared entry: the first of the first stack's entries that lies on
+  // every other stack.
+  std::unordered_map<int32_t, int32_t> index;  // entry of stack 0 -> its depth
+  int32_t d = 0;
+  for (int32_t x = tops.empty() ? -1 : tops[0]; x >= 0; x = nodes_[x].second) index.emplace(x, d++);
+  int32_t shared = tops.empty() ? d : 0;
+  for (size_t i = 1; i < tops.size() && shared < d; ++i) {
+    int32_t x = tops[i];
+    while (x >= 0 && !index.count(x)) x = nodes_[x].second;
+    shared = std::max(shared, x >= 0 ? index[x] : d);
+  }
+  int32_t common = -1;
+  if (shared < d)
+    for (auto [x, depth] : index)
+      if (depth == shared) common = x;
+  std::vector<int32_t> chain;
+  for (int32_t n : tops) {
+    chain.clear();
+    int32_t below = kCut;
+    for (int32_t x = n;; x = nodes_[x].second) {
+      if (x < 0) {  // the whole stack is kept
+        below = -1;
+        break;
+      }
+      chain.push_back(x);
+      if (common >= 0 ? x == common : chain.size() == 3) break;
+    }
+    for (size_t i = chain.size(); i-- > 1;) below = intern_node(nodes_[chain[i]].first, below);
+    work.emplace_back(nodes_[chain[0]].first, below);
+  }
+  std::sort(work.begin(), work.end());
+  work.erase(std::unique(work.begin(), work.end()), work.end());
+  const int32_t f = work.empty() ? kDead : close(work);
+  states_[s].frame = f;
+  return f;
+}
+
+// One pass over the trie from a frame state: tokens whose every parse stays
+// above the cut are decided here; a subtree where some parse returns below
+// the cut is recorded (its root) and skipped.
+const Matcher::Frame& Matcher::frame_info(int32_t f) {
+  ++frame_calls_;
+  if (states_[f].frame_info >= 0) {
+    ++frame_hits_;
+    return frames_[states_[f].frame_info];
+  }
+  Frame fr;
+  fr.decided.assign(v_->mask_words(), 0);
   const auto& byte = v_->node_byte;
   const auto& depth = v_->node_depth;
   const auto& skip = v_->node_skip;
-  const auto& tok = v_->node_tok;
   const int32_t n = static_cast<int32_t>(byte.size());
-  std::vector<int32_t> st(static_cast<size_t>(v_->max_depth) + 1);
-  st[0] = s;
+  walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
+  walk_stack_[0] = f;
   for (int32_t i = 0; i < n;) {
-    const int d = depth[i];
-    const int32_t from = st[d - 1];
-    const uint8_t b = byte[i];
-    int32_t t = trans_[static_cast<size_t>(from) * 256 + b];
-    if (t == kUnknown) t = step(from, b);
+    const int32_t t = trie_step(i);
     if (t < 0) {
       i = skip[i];
       continue;
     }
-    st[d] = t;
-    for (int32_t k = tok[i]; k < tok[i + 1]; ++k) {
-      const int32_t id = v_->tok_ids[k];
-      m[id >> 6] |= uint64_t{1} << (id & 63);
+    if (states_[t].escaped) {
+      fr.undecided.push_back(i);
+      i = skip[i];
+      continue;
     }
+    walk_stack_[depth[i]] = t;
+    mark_tokens(*v_, i, fr.decided);
     ++i;
+  }
+  undecided_ += static_cast<int64_t>(fr.undecided.size());
+  cache_bytes_ += fr.decided.size() * sizeof(uint64_t) + fr.undecided.size() * sizeof(int32_t);
+  states_[f].frame_info = static_cast<int32_t>(frames_.size());
+  frames_.push_back(std::move(fr));
+  return frames_.back();
+}
+
+// The frame's decided tokens, plus a walk with the real stacks that visits
+// only the undecided subtrees and the trie nodes above them.
+void Matcher::compute_mask(int32_t s) {
+  make_room(2 * v_->mask_words() * sizeof(uint64_t));
+  std::vector<uint64_t> m;
+  const int32_t f = frame_of(s);
+  if (f >= 0) {
+    const Frame& fr = frame_info(f);
+    m = fr.decided;
+    const auto& roots = fr.undecided;
+    const auto& byte = v_->node_byte;
+    const auto& depth = v_->node_depth;
+    const auto& skip = v_->node_skip;
+    const int32_t n = static_cast<int32_t>(byte.size());
+    walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
+    walk_stack_[0] = s;
+    size_t k = 0;
+    int32_t inside_end = -1;  // end of the undecided subtree being walked
+    for (int32_t i = 0; i < n;) {
+      bool inside = i < inside_end;
+      if (!inside) {
+        while (k < roots.size() && roots[k] < i) ++k;
+        if (k == roots.size()) break;
+        if (roots[k] >= skip[i]) {  // nothing undecided below node i
+          i = skip[i];
+          continue;
+        }
+      }
+      const int32_t t = trie_step(i);
+      if (t < 0) {
+        i = skip[i];
+        continue;
+      }
+      walk_stack_[depth[i]] = t;
+      if (!inside && roots[k] == i) {
+        inside = true;
+        inside_end = skip[i];
+      }
+      if (inside) mark_tokens(*v_, i, m);
+      ++i;
+    }
+  } else {
+    m.assign(v_->mask_words(), 0);
   }
   if (states_[s].accept)
     for (int32_t e : v_->eos_ids) m[e >> 6] |= uint64_t{1} << (e & 63);
+  cache_bytes_ += m.size() * sizeof(uint64_t);
   states_[s].mask = static_cast<int32_t>(masks_.size());
   masks_.push_back(std::move(m));
 }
@@ -194,7 +331,8 @@ bool Matcher::accepting() const { return states_[history_.back()].accept; }
 bool Matcher::can_continue() const { return !states_[history_.back()].bytes.empty(); }
 
 Matcher::Stats Matcher::stats() const {
-  return {mask_calls_, mask_hits_, static_cast<int64_t>(states_.size()), static_cast<int64_t>(nodes_.size())};
+  return {mask_calls_, mask_hits_, static_cast<int64_t>(states_.size()), static_cast<int64_t>(nodes_.size()),
+          frame_calls_, frame_hits_, evictions_, undecided_};
 }
 
 }  // namespace pocket::constrain

@@ -5,11 +5,26 @@
 // stacks interned as shared linked nodes so equal states are equal ids. Tail
 // calls do not grow the stack, so repetitions (x*) return to the same state.
 // Transitions (state, byte) -> state are memoized, which makes the matcher a
-// lazily built DFA over the states it meets; the mask of a state is one pass
-// over the vocabulary trie in preorder, skipping every subtree whose prefix
-// is rejected, and is cached per state. Inside a JSON string, a number or a
-// regular part of a grammar the state repeats, so most tokens cost a cache
-// lookup.
+// lazily built DFA over the states it meets. Inside a JSON string, a number
+// or a regular part of a grammar the state repeats, so most tokens cost a
+// cache lookup.
+//
+// Masks come in two layers, both cached:
+// - The frame mask of a state cut below the stack entry all its stacks share
+//   nearest their tops (e.g. the end of the JSON string they are in; with
+//   none shared, below each stack's top three entries): one pass over the
+//   vocabulary trie in preorder,
+//   skipping every subtree whose prefix is rejected. A token that stays
+//   inside the tops' rules is decided there, for every context those tops
+//   occur in; the subtrees where some parse returns below the cut are
+//   recorded as undecided. Frame masks depend only on grammar positions, so
+//   the same rule (a JSON string, a number) reached under different parents
+//   shares one.
+// - The mask of a full state: its frame mask plus a walk with the real
+//   stacks over the undecided subtrees only (and their ancestors), usually a
+//   few hundred trie nodes instead of the whole vocabulary.
+// Cached masks are dropped, all at once, when they would pass the byte cap
+// (set_cache_limit); masks are recomputed the same afterwards.
 //
 // Also the hook for speculative decoding: would_accept() checks a drafted
 // token without moving, advance() moves by one token, rollback(n) undoes the
@@ -45,8 +60,11 @@ class Matcher {
   Matcher(std::shared_ptr<const CompiledGrammar> g, std::shared_ptr<const VocabIndex> vocab);
 
   // Bit i set: token i may come next (end-of-sequence ids only where the
-  // grammar accepts). Cached per state.
+  // grammar accepts). Cached per state; the span is valid until the next
+  // mask() call.
   std::span<const uint64_t> mask();
+  // Cap on the bytes of cached masks (default 256 MiB).
+  void set_cache_limit(size_t bytes) { cache_limit_ = bytes; }
   bool would_accept(int32_t token);
   // Moves by one token; false (and no move) when the token is not allowed.
   bool advance(int32_t token);
@@ -63,6 +81,8 @@ class Matcher {
 
   struct Stats {
     int64_t masks = 0, mask_hits = 0, states = 0, nodes = 0;
+    int64_t frame_masks = 0, frame_hits = 0, evictions = 0;
+    int64_t undecided = 0;  // undecided subtrees found by frame walks
   };
   Stats stats() const;
 
@@ -70,14 +90,25 @@ class Matcher {
   struct State {
     std::vector<int32_t> nodes;
     bool accept = false;
+    bool escaped = false;  // a parse returned below the cut (frame states only)
     ByteSet bytes;
-    int32_t mask = -1;  // index into masks_
+    int32_t mask = -1;   // index into masks_
+    int32_t frame = -2;  // the state cut below its stack tops (-2 unknown, -1 none)
+    int32_t frame_info = -1;  // index into frames_ (frame states only)
+  };
+  struct Frame {
+    std::vector<uint64_t> decided;  // tokens accepted inside the frame
+    std::vector<int32_t> undecided; // trie nodes (preorder) whose subtrees need the real stacks
   };
   int32_t step(int32_t s, uint8_t b);
   int32_t walk(int32_t s, std::string_view bytes);
   int32_t intern_node(int32_t pos, int32_t parent);
   int32_t close(std::vector<std::pair<int32_t, int32_t>>& work);
   void compute_mask(int32_t s);
+  int32_t frame_of(int32_t s);
+  const Frame& frame_info(int32_t f);
+  void make_room(size_t bytes);
+  int32_t trie_step(int32_t node);
 
   std::shared_ptr<const CompiledGrammar> g_;
   std::shared_ptr<const VocabIndex> v_;
@@ -90,10 +121,13 @@ class Matcher {
   std::unordered_map<std::vector<int32_t>, int32_t, KeyHash> state_ids_;
   std::vector<int32_t> trans_;  // states_ x 256, -2 unknown, -1 dead
   std::vector<std::vector<uint64_t>> masks_;
+  std::vector<Frame> frames_;
+  size_t cache_bytes_ = 0, cache_limit_ = size_t{256} << 20;
+  std::vector<int32_t> walk_stack_;
   std::vector<int32_t> history_;  // state after each advance; [0] = start
   std::unordered_set<uint64_t> seen_;
   std::vector<int32_t> scratch_;
-  int64_t mask_calls_ = 0, mask_hits_ = 0;
+  int64_t mask_calls_ = 0, mask_hits_ = 0, frame_calls_ = 0, frame_hits_ = 0, evictions_ = 0, undecided_ = 0;
 };
 
 }  // namespace pocket::constrain

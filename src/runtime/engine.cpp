@@ -100,6 +100,7 @@ struct Engine::Impl {
     spec.text = c.text;
     spec.choices = c.choices;
     spec.json_max_ws = c.json_whitespace;
+    spec.json_open = c.json_open;
     if (!vocab_index) vocab_index = constrain::VocabIndex::build(*model->tokenizer);
     g.constraint = constrain::compile_constraint(spec, vocab_index);
   }

@@ -1,0 +1,122 @@
+// The two mask caches of the matcher (frame masks shared across contexts,
+// full-state masks) against a plain per-token reference: would_accept walks
+// each token's bytes through the grammar on its own, without any mask code.
+// A state reached twice, a frame reached under different parents and a
+// cache that evicts at every mask must all give the same masks.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "constrain/constraint.h"
+#include "constrain/gbnf.h"
+#include "test_vocab.h"
+#include "util/error.h"
+
+namespace pocket::constrain {
+namespace {
+
+std::vector<uint64_t> copy(std::span<const uint64_t> m) { return {m.begin(), m.end()}; }
+
+// Every bit of the mask against would_accept (end-of-sequence: accepting()).
+void expect_reference(Matcher& m, const VocabIndex& v, const std::string& what) {
+  const auto mask = copy(m.mask());
+  for (int32_t t = 0; t < v.vocab_size; ++t) {
+    const bool bit = (mask[t >> 6] >> (t & 63)) & 1;
+    const bool eos = t == v.eos_ids[0];
+    ASSERT_EQ(bit, eos ? m.accepting() : m.would_accept(t)) << what << " token " << t << " '" << v.bytes[t] << "'";
+  }
+}
+
+// Walks `steps` random allowed tokens with a matcher whose cache evicts at
+// every mask and one with the default cap, checks both against the
+// reference, then rolls back and walks the same tokens again (every state
+// reached twice) expecting the cached masks to be the same.
+void check_caches(const std::shared_ptr<const CompiledGrammar>& g, const std::shared_ptr<const VocabIndex>& v,
+                  std::mt19937& rng, int steps, const std::string& what) {
+  Matcher cached(g, v), evicting(g, v);
+  evicting.set_cache_limit(1);
+  std::vector<std::vector<uint64_t>> first;
+  std::vector<int32_t> path;
+  for (int i = 0; i <= steps; ++i) {
+    expect_reference(cached, *v, what + " step " + std::to_string(i));
+    if (::testing::Test::HasFatalFailure()) return;
+    first.push_back(copy(cached.mask()));
+    ASSERT_EQ(copy(evicting.mask()), first.back()) << what << " step " << i;
+    std::vector<int32_t> allowed;
+    for (int32_t t = 0; t < v->vocab_size; ++t)
+      if (t != v->eos_ids[0] && ((first.back()[t >> 6] >> (t & 63)) & 1)) allowed.push_back(t);
+    if (allowed.empty() || i == steps) break;
+    path.push_back(allowed[rng() % allowed.size()]);
+    ASSERT_TRUE(cached.advance(path.back()));
+    ASSERT_TRUE(evicting.advance(path.back()));
+  }
+  cached.rollback(cached.advances());
+  const auto hits = cached.stats().mask_hits;
+  for (size_t i = 0; i < first.size(); ++i) {
+    ASSERT_EQ(copy(cached.mask()), first[i]) << what << " again at step " << i;
+    if (i < path.size()) {
+      ASSERT_TRUE(cached.advance(path[i]));
+    }
+  }
+  EXPECT_EQ(cached.stats().mask_hits - hits, static_cast<int64_t>(first.size())) << what;
+  if (first.size() > 1) {
+    EXPECT_GT(evicting.stats().evictions, 0) << what;
+  }
+}
+
+TEST(ConstrainMaskCache, NestedGrammarsCutFramesAndMatchTheReference) {
+  // Rules nested deeper than a frame (three stack entries), so frame walks
+  // leave subtrees undecided and the real stacks decide them.
+  const std::vector<std::string> units = {"a", "b", "(", ")", ",", "\xC3\xA9"};
+  std::mt19937 rng(7);
+  auto v = test_vocab(units, 150, rng);
+  const char* grammars[] = {
+      "root ::= list\nlist ::= \"(\" items? \")\"\nitems ::= item (\",\" item)*\nitem ::= list | word\nword ::= [ab\xC3\xA9]+\n",
+      "root ::= x x\nx ::= \"(\" y \")\" | \"a\"\ny ::= z \",\" z\nz ::= [ab]* | x\n",
+      "root ::= a\na ::= b \"b\"\nb ::= c \"a\"?\nc ::= \"(\" d* \")\"\nd ::= [a\xC3\xA9,]\n",
+  };
+  int64_t undecided = 0;
+  for (const char* text : grammars) {
+    auto g = std::make_shared<const CompiledGrammar>(compile_gbnf(text));
+    for (int seed = 0; seed < 8; ++seed) {
+      check_caches(g, v, rng, 14, text);
+      if (HasFatalFailure()) return;
+    }
+    Matcher m(g, v);
+    for (int i = 0; i < 10; ++i) {
+      auto mask = m.mask();
+      int32_t pick = -1;
+      for (int32_t t = 0; t < v->vocab_size && pick < 0; ++t)
+        if (t != v->eos_ids[0] && ((mask[t >> 6] >> (t & 63)) & 1) && v->bytes[t] == "(") pick = t;
+      if (pick < 0 || !m.advance(pick)) break;
+    }
+    undecided += m.stats().undecided;
+  }
+  EXPECT_GT(undecided, 0) << "no frame was cut: the test does not reach the undecided-subtree walk";
+}
+
+TEST(ConstrainMaskCache, OneStringFrameIsSharedAcrossObjects) {
+  // The same unbounded string under two different parents: the second mask
+  // inside a string reuses the first's frame and still equals the reference.
+  const std::vector<std::string> units = {"{", "}", "\"", "a", "b", ":", ",", "\\", "\xE4\xB8\xAD"};
+  std::mt19937 rng(3);
+  auto base = test_vocab(units, 200, rng);
+  ConstraintSpec spec;
+  spec.kind = ConstraintSpec::Kind::JsonSchema;
+  spec.text = R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}},"required":["a","b"],"additionalProperties":false})";
+  auto c = compile_constraint(spec, base);
+  auto m = c->matcher();
+  ASSERT_TRUE(m.advance_bytes(R"({"a":"ab)"));
+  expect_reference(m, *base, "first string");
+  const auto frames_before = m.stats().frame_hits;
+  ASSERT_TRUE(m.advance_bytes(R"(ba","b":{"a":"b)"));
+  expect_reference(m, *base, "second string");
+  EXPECT_GT(m.stats().frame_hits, frames_before) << "the inner string did not share the outer string's frame";
+  for (int seed = 0; seed < 6; ++seed) {
+    check_caches(c->grammar, base, rng, 20, "schema");
+    if (HasFatalFailure()) return;
+  }
+}
+
+}  // namespace
+}  // namespace pocket::constrain
