@@ -22,6 +22,7 @@ struct BenchArgs {
   bench::BenchOptions opt;
   int threads = 0;
   bool json = false;
+  std::string kv = "f16";
   std::vector<int> verify;  // --verify: speculative decoding's verify cost instead
   ConstraintFlags constraint;
   std::string constraint_corpus;  // a folder of JSON Schemas
@@ -64,6 +65,7 @@ int run_constrained(const BenchArgs& a) {
 int run_bench(BenchArgs a) {
   if (a.constraint.given() || !a.constraint_corpus.empty()) return run_constrained(a);
   a.opt.threads = a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+  a.opt.kv = parse_kv_type(a.kv);
   install_interrupt_handler();
   a.opt.stop = &interrupt_flag();
   a.opt.on_run = [&](int run, double pp, double tg) {
@@ -93,6 +95,7 @@ void add_bench(CLI::App& app, int& rc) {
   sub->add_option("--ctx", a->opt.ctx_sweep,
                   "Also decode -n tokens at each of these contexts, e.g. 128,512,1024,2048,4096 (ascending)")
       ->delimiter(',');
+  add_kv_option(*sub, a->kv);
   sub->add_flag("--json", a->json, "Print one JSON object instead of a table");
   sub->add_option("--verify", a->verify,
                   "Speculative decoding: cost of verifying K tokens in one forward vs one decode step, and the oracle "

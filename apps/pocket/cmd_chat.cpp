@@ -28,7 +28,8 @@ int chat(const ChatCliOptions& o) {
   if (!m.chat_template_recognised)
     std::fprintf(stderr, "pocket: note: the model's chat template is not one Pocket renders; using %s\n",
                  chat_format_name(m.chat_format));
-  Session session(m.model, m.tokenizer, o.model.resolve_context(m.model->config()), o.model.resolve_threads());
+  Session session(m.model, m.tokenizer, o.model.resolve_context(m.model->config()), o.model.resolve_threads(),
+                  o.model.kv_type());
   auto chat = std::make_unique<ChatSession>(session, ChatTemplate(m.chat_format), o.system, !o.no_think);
   if (!o.load_path.empty()) {
     chat->resume(session.load_state(o.load_path));
@@ -88,6 +89,7 @@ void add_chat(CLI::App& app, int& rc) {
   auto o = std::make_shared<ChatCliOptions>();
   CLI::App* sub = app.add_subcommand("chat", "Interactive multi-turn chat (reads turns line by line from stdin)");
   o->model.add_to(*sub);
+  o->model.add_kv_to(*sub);
   o->flags.add_to(*sub);
   sub->add_option("--system", o->system, "System message");
   sub->add_flag("--no-think", o->no_think, "Qwen3: disable thinking");

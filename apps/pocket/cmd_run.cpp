@@ -61,7 +61,8 @@ int run(const RunOptions& o) {
   if (!o.prompt_file.empty()) prompt = o.prompt_file == "-" ? std::string(std::istreambuf_iterator<char>(std::cin), {})
                                                            : read_text_file(o.prompt_file);
   LoadedModel m = o.model.load();
-  Session session(m.model, m.tokenizer, o.model.resolve_context(m.model->config()), o.model.resolve_threads());
+  Session session(m.model, m.tokenizer, o.model.resolve_context(m.model->config()), o.model.resolve_threads(),
+                  o.model.kv_type());
   std::vector<int32_t> input;
   if (o.chat) {
     ChatTemplate tmpl(m.chat_format);
@@ -115,6 +116,7 @@ void add_run(CLI::App& app, int& rc) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* sub = app.add_subcommand("run", "Generate text from a prompt");
   o->model.add_to(*sub);
+  o->model.add_kv_to(*sub);
   o->flags.add_to(*sub);
   o->speculative.add_to(*sub);
   sub->add_option("-p,--prompt", o->prompt, "Prompt text (default: \"Once upon a time\")");

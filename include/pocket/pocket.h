@@ -85,6 +85,7 @@ struct EngineOptions {
   int context = 0;             // 0 = the model's context length, at most 4096
   std::string system_prompt;   // for chat()
   bool enable_thinking = true; // Qwen3 chat: false adds an empty <think></think> block
+  std::string kv = "f16";      // KV cache type: "f16", or "q8" (int8 rows with a scale each: about half the memory)
 };
 
 struct GenerationOptions {

@@ -194,6 +194,10 @@ typedef struct pocket_session_options {
   int32_t context;           /* context size in tokens; 0 = the model's, at most 4096 */
   int32_t enable_thinking;   /* Qwen3 chat: 0 adds an empty <think></think> block; default 1 */
   const char* system_prompt; /* for chat; NULL = none */
+  /* KV cache type (appended): NULL or "f16" (default), or "q8" (int8 keys
+   * and values with a scale per row, about half the memory); anything else
+   * fails pocket_session_open with POCKET_ERR_INVALID_ARGUMENT. */
+  const char* kv_cache;
 } pocket_session_options;
 
 POCKET_API void pocket_session_options_init(pocket_session_options* options);

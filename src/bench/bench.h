@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "model/kv_cache.h"
+
 namespace pocket::bench {
 
 struct BenchOptions {
@@ -28,6 +30,7 @@ struct BenchOptions {
   // `gen` apart) each run fills the cache to C (untimed) and decodes `gen`
   // tokens there (timed); the same random ids and runs as above.
   std::vector<int> ctx_sweep;
+  KVType kv = KVType::F16;  // the KV cache of every run (--kv)
   // Set (e.g. by a Ctrl-C handler) to stop early: the run in progress is
   // dropped and the report covers the runs finished so far.
   const std::atomic<bool>* stop = nullptr;
@@ -52,7 +55,7 @@ struct BenchReport {
   double baseline_rss_mb = 0, peak_rss_mb = 0, peak_increase_mb = 0;
   double bytes_per_token = 0;   // weights + one embedding row + KV at the mean context
   double kv_bytes_per_token = 0;  // the KV part of bytes_per_token
-  double kv_cache_bytes_per_position = 0;  // what the KV cache stores per token of context (fp16 K and V)
+  double kv_cache_bytes_per_position = 0;  // what the KV cache stores per token of context (K and V, opt.kv)
   struct SweepPoint {
     int context = 0;
     Stat decode_tok_s;

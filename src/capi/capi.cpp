@@ -225,6 +225,10 @@ struct ShippedSizes<pocket_generate_options> {  // + structured output (constrai
                                      sizeof(pocket_generate_options)};
 };
 template <>
+struct ShippedSizes<pocket_session_options> {  // + kv_cache
+  static constexpr size_t sizes[] = {offsetof(pocket_session_options, kv_cache), sizeof(pocket_session_options)};
+};
+template <>
 struct ShippedSizes<pocket_stats> {  // + constraint_complete
   static constexpr size_t sizes[] = {offsetof(pocket_stats, constraint_complete), sizeof(pocket_stats)};
 };
@@ -597,6 +601,7 @@ pocket_status pocket_session_open(pocket_model* model, const pocket_session_opti
     eo.context = o.context;
     if (o.system_prompt) eo.system_prompt = o.system_prompt;
     eo.enable_thinking = o.enable_thinking != 0;
+    if (o.kv_cache) eo.kv = o.kv_cache;
     auto s = std::make_shared<SessionEntry>();
     s->engine = pocket::Engine::create(entry->model, eo);
     *session = handle_of<pocket_session>(registry().add_session(std::move(s)));

@@ -60,11 +60,11 @@ const char* stop_reason_name(GenerateResult::Stop s) {
 }
 
 Session::Session(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer, int n_ctx,
-                 int n_threads)
+                 int n_threads, KVType kv)
     : model_(std::move(model)),
       tok_(std::move(tokenizer)),
       pool_(std::make_unique<ThreadPool>(n_threads)),
-      ctx_(model_->config(), n_ctx) {
+      ctx_(model_->config(), n_ctx, kv) {
   if (tok_->vocab_size() > model_->config().vocab_size)
     fail("the tokenizer has ", tok_->vocab_size(), " tokens but the model only ", model_->config().vocab_size);
   logits_.resize(model_->config().vocab_size);

@@ -59,7 +59,9 @@ const char* stop_reason_name(GenerateResult::Stop s);
 
 class Session {
  public:
-  Session(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer, int n_ctx, int n_threads);
+  // kv: the KV cache's element type (--kv).
+  Session(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer, int n_ctx, int n_threads,
+          KVType kv = KVType::F16);
 
   // Streams text pieces to `on_text` (return false to stop early).
   GenerateResult generate(std::span<const int32_t> input, const GenerateOptions& opt,

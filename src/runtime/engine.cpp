@@ -179,10 +179,11 @@ std::unique_ptr<Engine> Engine::create(std::shared_ptr<const SharedModel> model,
   const ModelConfig& cfg = impl->model->model->config();
   const int ctx = resolve_context(options.context, cfg);
   const int threads = resolve_threads(options.threads);
-  impl->session = std::make_unique<Session>(impl->model->model, impl->model->tokenizer, ctx, threads);
+  const KVType kv = parse_kv_type(options.kv);
+  impl->session = std::make_unique<Session>(impl->model->model, impl->model->tokenizer, ctx, threads, kv);
   impl->threads = threads;
   impl->new_chat();
-  impl->shared->log(LogLevel::Debug, cat("engine created: context ", ctx, " tokens, ", threads, " threads"));
+  impl->shared->log(LogLevel::Debug, cat("engine created: context ", ctx, " tokens, ", threads, " threads, ", kv_type_name(kv), " KV cache"));
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 

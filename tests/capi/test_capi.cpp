@@ -312,7 +312,8 @@ TEST(CApi, StructLayoutsAreFrozen) {
   EXPECT_EQ(offsetof(pocket_session_options, context), 8u);
   EXPECT_EQ(offsetof(pocket_session_options, enable_thinking), 12u);
   EXPECT_EQ(offsetof(pocket_session_options, system_prompt), 16u);
-  EXPECT_EQ(sizeof(pocket_session_options), 24u);
+  EXPECT_EQ(offsetof(pocket_session_options, kv_cache), 24u);  // appended: KV cache type
+  EXPECT_EQ(sizeof(pocket_session_options), 32u);
   EXPECT_EQ(offsetof(pocket_generate_options, max_tokens), 4u);
   EXPECT_EQ(offsetof(pocket_generate_options, temperature), 8u);
   EXPECT_EQ(offsetof(pocket_generate_options, top_k), 12u);
