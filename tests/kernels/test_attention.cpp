@@ -72,24 +72,25 @@ TEST(Attention, ScalarMatchesFormulaWithCausalLengths) {
   }
 }
 
-// Tolerance: float reassociation over head_dim and n_ctx terms plus the
-// polynomial exp, relative 2e-5 of the output scale (values are O(1)).
-TEST(Attention, EveryIsaMatchesScalar) {
-  const std::vector<Case> cases = {
-      {128, 2, 1},   {128, 2, 512}, {128, 16, 97}, {128, 1, 65}, {128, 3, 64}, {64, 8, 130}, {24, 5, 9},
-      {8, 2, 3},     {40, 7, 200},  {4, 3, 11},    {16, 16, 1},  {128, 4, 63},
-  };
+// Every level against the scalar twin on `cases`: run(table, inputs,
+// scratch) calls one table's kernel. Tolerance: float reassociation over
+// head_dim and n_ctx terms plus the polynomial exp, relative 2e-5 of the
+// output scale (values are O(1)). `windows` gives some queries a sliding
+// window.
+template <class Run>
+void expect_every_isa_matches_scalar(const std::vector<Case>& cases, uint64_t seed, bool windows, Run run) {
   for (Isa isa : supported_isas()) {
     if (isa == Isa::Scalar) continue;
-    const KernelTable& t = kernel_table(isa);
     for (const Case& c : cases) {
       for (int per_token : {1, 2}) {
         SCOPED_TRACE(testing::Message() << isa_name(isa) << " head_dim " << c.head_dim << " n_q " << c.n_q << " base "
                                         << c.base_ctx << " per_token " << per_token);
-        Inputs a(c, per_token, 10 + c.head_dim + c.n_q), b(c, per_token, 10 + c.head_dim + c.n_q);
+        Inputs a(c, per_token, seed + c.head_dim + c.n_q), b(c, per_token, seed + c.head_dim + c.n_q);
+        if (windows)
+          for (int j = 0; j < c.n_q; ++j) a.qs.first[j] = b.qs.first[j] = (j * 5) % c.base_ctx;
         std::vector<float> s1(static_cast<size_t>(c.n_q) * a.max_ctx), s2(s1.size());
-        t.attention_heads(a.qs, a.k.data(), a.v.data(), c.head_dim, 0.09f, s1.data());
-        kernel_table(Isa::Scalar).attention_heads(b.qs, b.k.data(), b.v.data(), c.head_dim, 0.09f, s2.data());
+        run(kernel_table(isa), a, s1.data());
+        run(kernel_table(Isa::Scalar), b, s2.data());
         for (int j = 0; j < c.n_q; ++j)
           for (int d = 0; d < c.head_dim; ++d)
             ASSERT_NEAR(a.out[j][d], b.out[j][d], 2e-5f * (1.0f + std::fabs(b.out[j][d])))
@@ -97,6 +98,16 @@ TEST(Attention, EveryIsaMatchesScalar) {
       }
     }
   }
+}
+
+TEST(Attention, EveryIsaMatchesScalar) {
+  const std::vector<Case> cases = {
+      {128, 2, 1},   {128, 2, 512}, {128, 16, 97}, {128, 1, 65}, {128, 3, 64}, {64, 8, 130}, {24, 5, 9},
+      {8, 2, 3},     {40, 7, 200},  {4, 3, 11},    {16, 16, 1},  {128, 4, 63},
+  };
+  expect_every_isa_matches_scalar(cases, 10, false, [](const KernelTable& t, Inputs& in, float* scratch) {
+    t.attention_heads(in.qs, in.k.data(), in.v.data(), static_cast<int>(in.q[0].size()), 0.09f, scratch);
+  });
 }
 
 // --kv q8: the same inputs as int8 rows with a scale each.
@@ -166,30 +177,15 @@ TEST(Attention, ScalarQ8MatchesFormulaWithWindows) {
   }
 }
 
-// Tolerance as for fp16 rows: float reassociation, relative 2e-5.
+// The same tolerance as for fp16 rows (the int8 values convert exactly).
 TEST(Attention, EveryIsaMatchesScalarQ8) {
   const std::vector<Case> cases = {{128, 2, 1}, {128, 2, 512}, {128, 16, 97}, {64, 8, 130}, {24, 5, 9},
                                    {8, 2, 3},   {40, 7, 200},  {4, 3, 11},   {128, 4, 63}};
-  for (Isa isa : supported_isas()) {
-    if (isa == Isa::Scalar) continue;
-    const KernelTable& t = kernel_table(isa);
-    for (const Case& c : cases) {
-      for (int per_token : {1, 2}) {
-        SCOPED_TRACE(testing::Message() << isa_name(isa) << " head_dim " << c.head_dim << " n_q " << c.n_q << " base "
-                                        << c.base_ctx << " per_token " << per_token);
-        Inputs a(c, per_token, 20 + c.head_dim + c.n_q), b(c, per_token, 20 + c.head_dim + c.n_q);
-        for (int j = 0; j < c.n_q; ++j) a.qs.first[j] = b.qs.first[j] = (j * 5) % c.base_ctx;
-        Q8Inputs q8(a, c.head_dim);
-        std::vector<float> s1(static_cast<size_t>(c.n_q) * a.max_ctx), s2(s1.size());
-        t.attention_heads_q8(a.qs, q8.krows(), q8.vrows(), c.head_dim, 0.09f, s1.data());
-        kernel_table(Isa::Scalar).attention_heads_q8(b.qs, q8.krows(), q8.vrows(), c.head_dim, 0.09f, s2.data());
-        for (int j = 0; j < c.n_q; ++j)
-          for (int d = 0; d < c.head_dim; ++d)
-            ASSERT_NEAR(a.out[j][d], b.out[j][d], 2e-5f * (1.0f + std::fabs(b.out[j][d])))
-                << "query " << j << " column " << d;
-      }
-    }
-  }
+  expect_every_isa_matches_scalar(cases, 20, true, [](const KernelTable& t, Inputs& in, float* scratch) {
+    const int hd = static_cast<int>(in.q[0].size());
+    Q8Inputs q8(in, hd);
+    t.attention_heads_q8(in.qs, q8.krows(), q8.vrows(), hd, 0.09f, scratch);
+  });
 }
 
 }  // namespace
