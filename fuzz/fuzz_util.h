@@ -151,6 +151,18 @@ class Bytes {
   size_t n_;
 };
 
+// Cycles over the fuzz bytes (a fixed pattern when there are none), for
+// targets that need more values than the input has (kernel differentials).
+class Stream {
+ public:
+  explicit Stream(std::string_view s) : s_(s) {}
+  uint8_t next() { return s_.empty() ? static_cast<uint8_t>(i_++ * 37 + 11) : static_cast<uint8_t>(s_[i_++ % s_.size()]); }
+
+ private:
+  std::string_view s_;
+  size_t i_ = 0;
+};
+
 // What the CLI does with a model file after opening it (`pocket info`, then
 // load_model for `run`/`chat`): the info facts, the tokenizer (the file's
 // own binary one or one built from the vocab), the chat-template family, a

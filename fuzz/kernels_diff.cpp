@@ -51,16 +51,7 @@ void code_range(DType t, int& lo, int& hi) {
   }
 }
 
-// Cycles over the fuzz bytes (a fixed pattern when there are none).
-class Stream {
- public:
-  explicit Stream(std::string_view s) : s_(s) {}
-  uint8_t next() { return s_.empty() ? static_cast<uint8_t>(i_++ * 37 + 11) : static_cast<uint8_t>(s_[i_++ % s_.size()]); }
-
- private:
-  std::string_view s_;
-  size_t i_ = 0;
-};
+using Stream = fuzz::Stream;
 
 std::vector<float> activations(Stream& in, int n, int64_t cols, uint8_t mode) {
   std::vector<float> x(static_cast<size_t>(n * cols));

@@ -19,6 +19,7 @@
 #include "formats/llama2c.h"
 #include "formats/safetensors.h"
 #include "fuzz_util.h"
+#include "heads/head_file.h"
 #include "state/session_state.h"
 #include "state_model.h"
 #include "util/thread_pool.h"
@@ -396,6 +397,39 @@ void write_seeds() {
     std::string seed = {static_cast<char>(type), 17, 7, 1, 4, static_cast<char>(type * 3), static_cast<char>(type)};
     for (int i = 0; i < 512; ++i) seed += static_cast<char>((i * 73 + type * 29) & 0xff);
     put("kernels_diff", "type" + std::to_string(type), seed);
+  }
+
+  // --- head_file: a linear head and an MLP head with a prompt template,
+  // written by save_head as `pocket train-head` does ---
+  for (int hidden : {0, 5}) {
+    heads::Head h;
+    h.name = hidden ? "intent" : "default";
+    h.base_hash = "0123456789abcdef";
+    h.labels = {"yes", "no", "\xe5\x85\xb6\xe4\xbb\x96"};
+    if (hidden) h.features.prompt_template = "Q: {text}\nA:";
+    h.net.init(8, hidden, 3, 7 + hidden);
+    h.mean.assign(8, 0.25f);
+    h.inv_std.assign(8, 2.0f);
+    h.temperature = 1.5f;
+    h.threshold = 0.3f;
+    const std::string tmp = fuzz::scratch_path("seeds", "seed.head");
+    heads::save_head(h, tmp);
+    put("head_file", hidden ? "mlp.head" : "linear.head", read_all(tmp));
+  }
+
+  // --- server_request: request bodies (first byte: bit 0 completions,
+  // bit 1 thinking, bits 2-3 chat family) ---
+  put("server_request", "chat", std::string("\x00") + R"({"model":"pocket","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi <|im_start|> \u4f60\u597d"}],"max_tokens":16,"temperature":0.7,"top_p":0.9,"stop":["\n"],"seed":3})");
+  put("server_request", "chat-stream-parts", std::string("\x06") + R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},{"role":"assistant","content":"c"}],"stream":true,"stream_options":{"include_usage":true},"response_format":{"type":"text"}})");
+  put("server_request", "completion", std::string("\x01") + R"({"model":"m","prompt":"Once upon a time","max_tokens":8,"temperature":0,"stop":"the","ignore_eos":true,"n":1})");
+  put("server_request", "bad-types", std::string("\x0c") + R"({"messages":[{"role":"tool","content":null}],"max_tokens":-1,"temperature":"hot","top_k":1e99})");
+
+  // --- ops_diff: one seed per op (byte 0), 321 elements, values up to 2^12,
+  // then a pattern of value bytes ---
+  for (int op = 0; op < 7; ++op) {
+    std::string seed = {static_cast<char>(op), 0x41, 0x01, 12};
+    for (int i = 0; i < 600; ++i) seed += static_cast<char>((i * 89 + op * 53 + (i >> 3)) & 0xff);
+    put("ops_diff", "op" + std::to_string(op), seed);
   }
 
   // --- session_state: states of the fuzz target's model, empty, a short

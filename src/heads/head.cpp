@@ -56,11 +56,22 @@ void Mlp::forward(const float* x, float* logits, float* scratch) const {
 }
 
 void softmax(float* v, int n, float temperature) {
-  float mx = -INFINITY;
-  for (int i = 0; i < n; ++i) mx = std::max(mx, v[i] / temperature);
+  // In double, with every scaled logit clamped to a finite range (NaN counts
+  // as the lowest): finite weights can still overflow float to +-inf in a
+  // hostile or badly trained head, and inf - inf would make every
+  // probability NaN. The answer stays a distribution: the largest logits
+  // share the mass.
+  constexpr double kLimit = 1e300;
+  std::vector<double> z(static_cast<size_t>(n));
+  double mx = -kLimit;
+  for (int i = 0; i < n; ++i) {
+    const double x = static_cast<double>(v[i]) / temperature;
+    z[i] = std::isnan(x) ? -kLimit : std::clamp(x, -kLimit, kLimit);
+    mx = std::max(mx, z[i]);
+  }
   double sum = 0;
-  for (int i = 0; i < n; ++i) sum += (v[i] = std::exp(v[i] / temperature - mx));
-  for (int i = 0; i < n; ++i) v[i] = static_cast<float>(v[i] / sum);
+  for (int i = 0; i < n; ++i) sum += (z[i] = std::exp(z[i] - mx));
+  for (int i = 0; i < n; ++i) v[i] = static_cast<float>(z[i] / sum);
 }
 
 std::vector<float> Head::probabilities(const float* feature) const {

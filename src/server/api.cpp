@@ -184,9 +184,11 @@ CompletionRequest parse_request(std::string_view text, Endpoint endpoint) {
   json body;
   try {
     body = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // nlohmann's message without its "[json.exception...]" tag and without
-    // the raw bytes it quotes (which may be invalid UTF-8).
+  } catch (const json::exception& e) {
+    // Syntax errors, and numbers too large for a double (out_of_range 406),
+    // which nlohmann throws from the same parse. Its message without the
+    // "[json.exception...]" tag and without the raw bytes it quotes (which
+    // may be invalid UTF-8).
     std::string what = e.what();
     if (auto at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
     if (auto at = what.find("; last read"); at != std::string::npos) what.resize(at);

@@ -101,6 +101,33 @@ TEST(HeadFile, HostileSizesAreRejectedBeforeAllocating) {
   EXPECT_NE(error_of([&] { load_head(dir.file("empty.gguf")); }).find("no decision head"), std::string::npos);
 }
 
+// Found by fuzz_head_file: finite weights that overflow float, or a
+// denormal temperature, made every probability NaN. The answer must stay a
+// distribution (finite, in [0, 1], summing to 1 within 1e-6), with the mass
+// on the largest logits.
+TEST(HeadFile, OverflowingLogitsStillGiveADistribution) {
+  Head h = small_head(0);
+  std::vector<float> x(6, 1.0f);
+  for (float& w : h.net.w2) w = 3e38f;
+  for (int k = 0; k < 6; ++k) h.net.w2[k] = -3e38f;  // class 0 sums to -inf, classes 1 and 2 to +inf
+  for (float t : {1.0f, 1e-45f}) {
+    h.temperature = t;
+    const std::vector<float> p = h.probabilities(x.data());
+    ASSERT_EQ(p.size(), 3u);
+    double sum = 0;
+    for (float v : p) {
+      EXPECT_TRUE(v >= 0.0f && v <= 1.0f) << v;
+      sum += v;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-6);
+    EXPECT_LT(p[0], p[1]);
+  }
+  float nan_logits[3] = {std::nanf(""), 2.0f, 1.0f};
+  softmax(nan_logits, 3);
+  EXPECT_EQ(nan_logits[0], 0.0f);
+  EXPECT_NEAR(nan_logits[1] + nan_logits[2], 1.0f, 1e-6f);
+}
+
 TEST(HeadFile, SeveralHeadsInOneFileAreChosenByName) {
   test::TempDir dir;
   Head a = small_head(0), b = small_head(4);

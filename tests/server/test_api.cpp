@@ -78,6 +78,7 @@ TEST(ServerApi, BadRequestsAre400sNamingTheField) {
       {"{", "", "not valid JSON"},
       {"\"text\"", "", "must be a JSON object"},
       {"{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}", "", "not valid JSON"},  // invalid UTF-8
+      {R"({"temperature":1e999,"messages":[{"role":"user","content":"x"}]})", "", "not valid JSON"},  // fuzz: was a 500
       {R"({})", "messages", "required"},
       {R"({"messages":{}})", "messages", "must be an array"},
       {R"({"messages":[]})", "messages", "must not be empty"},
