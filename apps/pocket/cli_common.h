@@ -18,6 +18,7 @@ struct ModelOptions {
   int threads = 0;        // 0 = all cores
   int context = 0;        // 0 = min(model context, 4096)
   std::string kv = "f16";  // --kv (commands that call add_kv_to)
+  bool exact_kquants = false;  // --exact-kquants
 
   void add_to(CLI::App& app);
   void add_kv_to(CLI::App& app) { add_kv_option(app, kv); }

@@ -21,12 +21,14 @@ struct EvalArgs {
   int ctx = 256, stride = 0, threads = 0;
   int64_t max_tokens = 0;
   bool json = false;
+  bool exact_kquants = false;
 };
 
-LoadedModel load(const std::string& path, const std::string& tokenizer) {
+LoadedModel load(const std::string& path, const std::string& tokenizer, bool exact_kquants) {
   ModelOptions o;
   o.model = path;
   o.tokenizer = tokenizer;
+  o.exact_kquants = exact_kquants;
   return o.load();
 }
 
@@ -74,11 +76,11 @@ void print_text(const nlohmann::json& j) {
 
 int run_eval(const EvalArgs& a) {
   const std::string text = read_text_file(a.text_file);
-  LoadedModel m = load(a.model, a.tokenizer);
+  LoadedModel m = load(a.model, a.tokenizer, a.exact_kquants);
   LoadedModel ref;
   std::vector<int32_t> new_to_old;
   if (!a.ref.empty()) {
-    ref = load(a.ref, a.ref_tokenizer);
+    ref = load(a.ref, a.ref_tokenizer, /*exact_kquants=*/true);  // the reference as stored
     if (a.ref_map.empty()) {
       eval::check_same_vocab(*m.model, *m.tokenizer, *ref.model, *ref.tokenizer);
     } else {
@@ -182,6 +184,8 @@ void add_eval(CLI::App& app, int& rc) {
   sub->add_option("-t,--threads", a->threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 256));
   add_kv_option(*sub, a->kv);
   sub->add_flag("--json", a->json, "Print the results as JSON");
+  sub->add_flag("--exact-kquants", a->exact_kquants,
+                "Run MODEL's GGUF Q4_K weights as stored (the reference always runs them as stored)");
   sub->footer(
       "Every text token is scored once, in strided windows: windows of --ctx tokens start every --stride tokens\n"
       "and each scores only the tokens earlier windows did not, so past the first window every scored token has\n"

@@ -4,10 +4,12 @@
 # by the same trainer on the same tokens. Writes one JSON report per run into
 # OUT and prints the markdown table (bench/heads/make_table.py).
 #
-# usage: bench/heads/accuracy_table.sh POCKET OUT [stories|zh|mini|all]
+# usage: bench/heads/accuracy_table.sh POCKET OUT [stories|zh|mini|gemma|all]
 #   POCKET  the pocket CLI;  OUT  a folder for data, models and reports
 # Environment: SHARED (default ../shared), THREADS (default 2),
-#   ZH_TRAIN / ZH_VAL / ZH_TEST: examples per split for the full-shape model (default 1000 / 300 / 500).
+#   ZH_TRAIN / ZH_VAL / ZH_TEST: examples per split for the full-shape model (default 1000 / 300 / 500),
+#   also the English subsamples of `gemma`;
+#   GEMMA: the Gemma 3 270M file for `gemma` (default: the cached Q4_K_M GGUF).
 set -euo pipefail
 pocket=$(realpath "$1")
 out=$2
@@ -63,5 +65,13 @@ if [ "$what" = zh ] || [ "$what" = all ]; then
 fi
 if [ "$what" = mini ] || [ "$what" = all ]; then
   zh_sets mini -m "$here/../../models/pocket-mini.pq4"
+fi
+if [ "$what" = gemma ]; then  # not in `all`: needs scripts/fetch_gemma3.sh's download
+  g=(-m "${GEMMA:-$HOME/.cache/pocket/gemma-3-270m-q4_k_m.gguf}")
+  sub=(--max-train "$zt" --max-val "$zv" --max-test "$zs")
+  zh_sets gemma "${g[@]}"
+  run gemma-snips "${g[@]}" -- --data "$d/snips_train.jsonl" --val "$d/snips_val.jsonl" --test "$d/snips_test.jsonl" "${sub[@]}"
+  run gemma-agnews "${g[@]}" -- --data "$d/agnews_train.jsonl" --val "$d/agnews_val.jsonl" \
+    --test "$d/agnews_test.jsonl" --max-tokens 64 "${sub[@]}"
 fi
 python3 "$here/make_table.py" "$out/reports"

@@ -6,7 +6,8 @@ import json
 import os
 import sys
 
-MODELS = {"stories": "stories260K (real, en)", "random03b": "random pocket-0.3b + Qwen3 tok.", "mini": "pocket-mini (real, zh/en)"}
+MODELS = {"stories": "stories260K (real, en)", "random03b": "random pocket-0.3b + Qwen3 tok.", "mini": "pocket-mini (real, zh/en)",
+          "gemma": "Gemma 3 270M (real, Q4_K_M)"}
 
 
 def row(name, kind, r):

@@ -133,7 +133,9 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
 
   // Load time to the first token: open (mmap), build, one 1-token forward.
   auto t0 = Clock::now();
-  LoadedModel m = load_model(path);
+  OpenOptions oo;
+  oo.exact_kquants = opt.exact_kquants;
+  LoadedModel m = load_model(path, oo);
   const Model& model = *m.model;
   const ModelConfig& c = model.config();
   ThreadPool pool(opt.threads);

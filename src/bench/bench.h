@@ -26,6 +26,7 @@ struct BenchOptions {
   uint64_t bandwidth_bytes = uint64_t{1} << 30;
   int bandwidth_reps = 5;
   uint64_t seed = 1;  // of the random token ids
+  bool exact_kquants = false;  // OpenOptions::exact_kquants
   // Decode speed against context: for each context C (ascending, at least
   // `gen` apart) each run fills the cache to C (untimed) and decodes `gen`
   // tokens there (timed); the same random ids and runs as above.

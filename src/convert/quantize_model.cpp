@@ -1,8 +1,13 @@
 #include "convert/quantize_model.h"
 
+#include <algorithm>
 #include <memory>
+#include <ostream>
+
+#include "core/pq_format.h"
 
 #include "kernels/kernels.h"
+#include "quant/source_grid.h"
 #include "util/error.h"
 
 namespace pocket::convert {
@@ -21,14 +26,35 @@ int64_t adjacent_order_source(int64_t r, int head_dim) {
   return head * head_dim + (i % 2) * (head_dim / 2) + i / 2;
 }
 
+// `t` re-laid out block for block (quant/source_grid.h), a few MB at a time
+// while the file is written.
+void add_repacked_tensor(GgufWriter& w, std::shared_ptr<const ModelFile> f, const TensorView& t,
+                         std::function<void(uint64_t)> on_done) {
+  const int64_t rows = t.rows();
+  const int64_t chunk = std::max<int64_t>(pq::kTileRows, (int64_t{1} << 20) / t.cols() / pq::kTileRows * pq::kTileRows);
+  auto produce = [f, t, rows, chunk, on_done = std::move(on_done)](std::ostream& out) {
+    uint64_t written = 0;
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+      const std::vector<uint8_t> bytes = quant::repack_rows_to_pq(t, r0, std::min(chunk, rows - r0));
+      out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+      written += bytes.size();
+    }
+    if (on_done) on_done(written);
+  };
+  w.add_tensor(t.name, quant::source_grid_type(t.type), t.shape, GgufWriter::Producer(produce), 32);
+}
+
 }  // namespace
 
 DType target_type(const ModelFile& f, const TensorView& t, const QuantizeOptions& opt) {
   if (keep_f32(t.name, t.shape)) return DType::F32;
   for (const std::string& part : opt.keep_f32)
     if (!part.empty() && t.name.find(part) != std::string::npos) return DType::F32;
-  if (t.name == "token_embd.weight") return opt.embed;
-  if (t.name == "output.weight") return opt.head_given ? opt.head : opt.embed;
+  const bool embedding = t.name == "token_embd.weight", head = t.name == "output.weight";
+  const bool overridden = (embedding && opt.embed_given) || (head && (opt.head_given || opt.embed_given));
+  if (opt.source_grid && !overridden) return quant::source_grid_type(t.type);
+  if (embedding) return opt.embed;
+  if (head) return opt.head_given ? opt.head : opt.embed;
   (void)f;
   return opt.weights;
 }
@@ -45,6 +71,9 @@ void quantize_model(const std::string& in, const std::string& out, const Quantiz
   if (c.arch != Arch::Llama && c.rope_style != RopeStyle::Halves)
     fail(in, ": ", arch_name(c.arch), " model with adjacent-pair RoPE cannot be stored as a Pocket file");
   const bool permute_qk = c.arch == Arch::Llama && c.rope_style == RopeStyle::Halves;
+  if (opt.source_grid && opt.plain_gguf) fail("--weights source writes PQ4/PQ8, which --format gguf cannot hold");
+  if (opt.source_grid && opt.group != 32)
+    fail("--weights source: the group size must be 32 (one PQ group per source block), not ", opt.group);
 
   if (opt.plain_gguf)
     for (const auto& [name, t] : f->tensors) {
@@ -85,11 +114,16 @@ void quantize_model(const std::string& in, const std::string& out, const Quantiz
       }
     };
     ++index;
-    add_streamed_tensor(w, name, type, t.shape, opt.group, std::move(source),
-                        [written, index, total, progress](uint64_t nbytes) {
-                          *written += nbytes;
-                          if (progress) progress(index, total, *written);
-                        });
+    auto on_done = [written, index, total, progress](uint64_t nbytes) {
+      *written += nbytes;
+      if (progress) progress(index, total, *written);
+    };
+    // A source block that is a PQ group of 32 already: keep its codes.
+    if (opt.group == 32 && type == quant::source_grid_type(t.type) && !permute && quant::can_repack_to_pq(t)) {
+      add_repacked_tensor(w, f, t, std::move(on_done));
+      continue;
+    }
+    add_streamed_tensor(w, name, type, t.shape, opt.group, std::move(source), std::move(on_done));
   }
   w.write(out);
 }

@@ -24,6 +24,13 @@ struct QuantizeOptions {
   // alignment (32), so llama.cpp and gguf-py read it. Only F16 and F32
   // tensors: PQ4/PQ8 are Pocket's own types.
   bool plain_gguf = false;
+  // Keep each weight's own grid (quant/source_grid.h): Q4_0/Q4_1/Q4_K become
+  // PQ4 with their codes, Q5_0/Q8_0 PQ8 with theirs, every other type (and
+  // float weights) PQ8 from its values. `weights` is then unused, group must
+  // be 32, and the embedding/head follow the source unless embed_given /
+  // head_given.
+  bool source_grid = false;
+  bool embed_given = false;
 };
 
 // Opens `in` (any supported format), dequantizes each tensor row by row and

@@ -70,6 +70,9 @@ struct OpenOptions {
   // otherwise it is looked for next to the model.
   std::string tokenizer_path;
   bool require_vocab = true;
+  // Run GGUF Q4_K matrices as stored rather than as PQ4 with fp16-rounded
+  // sub-block scales (Model's exact_kquants; `--exact-kquants`).
+  bool exact_kquants = false;
 };
 
 // Detects the format (GGUF / Pocket file by magic, a directory as a Hugging

@@ -50,12 +50,16 @@ struct Context {
 
 class Model {
  public:
-  explicit Model(std::shared_ptr<const ModelFile> file);
+  // exact_kquants: keep GGUF Q4_K matrices as stored instead of running them
+  // as PQ4 with fp16-rounded sub-block scales (quant/repack.h: values within
+  // 2^-11 of a scale; prefill several times faster).
+  explicit Model(std::shared_ptr<const ModelFile> file, bool exact_kquants = false);
 
   const ModelConfig& config() const { return cfg_; }
   const ModelFile& file() const { return *file_; }
   // Weights re-laid out at load for faster kernels (GGUF Q4_0 as PQ4, the
-  // same values exactly: quant/repack.h); their file pages are released.
+  // same values exactly, and Q4_K as PQ4 unless exact_kquants:
+  // quant/repack.h); their file pages are released.
   int repacked_weights() const { return static_cast<int>(repacked_.size()); }
 
   // Largest number of tokens processed in one batch; longer inputs are split.
@@ -126,7 +130,7 @@ class Model {
     TensorView view;
   };
   std::vector<std::unique_ptr<Repacked>> repacked_;  // owns the views the pointers above may point to
-  void repack_weights();
+  void repack_weights(bool kquants);
 };
 
 }  // namespace pocket

@@ -38,7 +38,7 @@ LoadedModel load_model(const std::string& path, const OpenOptions& opts, const s
     }
   }
   m.file = file;
-  m.model = std::make_shared<Model>(m.file);
+  m.model = std::make_shared<Model>(m.file, opts.exact_kquants);
   m.chat_format = detect_chat_format(file->chat_template, *m.tokenizer, &m.chat_template_recognised);
   report(1);
   return m;

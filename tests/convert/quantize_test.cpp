@@ -264,6 +264,14 @@ TEST(QuantizeErrors, BadOptionsAreClear) {
   o.group = 100;
   EXPECT_NE(msg([&] { convert::quantize_model(test::stories_model(), dir.file("o"), o); }).find("--group"),
             std::string::npos);
+  o.source_grid = true;  // one PQ group per source block: 32 only
+  o.group = 64;
+  EXPECT_NE(msg([&] { convert::quantize_model(test::stories_model(), dir.file("o"), o); }).find("must be 32"),
+            std::string::npos);
+  o.group = 32;
+  o.plain_gguf = true;
+  EXPECT_NE(msg([&] { convert::quantize_model(test::stories_model(), dir.file("o"), o); }).find("--format gguf"),
+            std::string::npos);
 }
 
 }  // namespace

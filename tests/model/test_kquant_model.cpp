@@ -10,6 +10,10 @@
 #include "common/gguf_kquant_pack.h"
 #include "common/test_util.h"
 #include "convert/quantize_model.h"
+#include "core/pq_format.h"
+#include "kernels/kernels.h"
+#include "quant/source_grid.h"
+#include "util/half.h"
 #include "formats/gguf_writer.h"
 #include "model/model.h"
 #include "model/reference_model.h"
@@ -127,26 +131,44 @@ TEST_P(KQuantModel, FastForwardMatchesTheReferenceOnTheSameFile) {
     }
   }
 
-  Model model(file);
-  const int V = model.config().vocab_size, n = 21;
+  const int V = file->config.vocab_size, n = 21;
   auto tokens = some_tokens(n, V, 8);
   const auto want = reference_logits(*file, tokens);
   ThreadPool pool(2);
-  {  // decode, one token at a time
-    Context ctx(model.config(), 64);
-    std::vector<float> logits(V);
-    for (int i = 0; i < n; ++i) {
-      model.forward(std::span(&tokens[i], 1), ctx, pool, logits.data());
-      ASSERT_LT(rel_err(logits.data(), &want[static_cast<size_t>(i) * V], V), c.tol) << "decode token " << i;
+  auto check = [&](const Model& model) {
+    {  // decode, one token at a time
+      Context ctx(model.config(), 64);
+      std::vector<float> logits(V);
+      for (int i = 0; i < n; ++i) {
+        model.forward(std::span(&tokens[i], 1), ctx, pool, logits.data());
+        ASSERT_LT(rel_err(logits.data(), &want[static_cast<size_t>(i) * V], V), c.tol) << "decode token " << i;
+      }
     }
+    {  // prefill with all logits
+      Context ctx(model.config(), 64);
+      std::vector<float> logits(static_cast<size_t>(n) * V);
+      model.forward(tokens, ctx, pool, logits.data(), /*all_logits=*/true);
+      for (int i = 0; i < n; ++i)
+        ASSERT_LT(rel_err(&logits[static_cast<size_t>(i) * V], &want[static_cast<size_t>(i) * V], V), c.tol)
+            << "prefill row " << i;
+    }
+  };
+  // Q4_K matrices run as PQ4 copies by default (quant/repack.h: scales
+  // within 2^-11 relative) and as stored with exact_kquants: both within
+  // the same bound of the reference.
+  int q4k = 0;
+  for (const auto& [name, t] : file->tensors) q4k += t.shape.size() == 2 && t.type == DType::Q4_K;
+  {
+    SCOPED_TRACE("Q4_K as PQ4");
+    Model model(file);
+    EXPECT_EQ(model.repacked_weights(), q4k);
+    check(model);
   }
-  {  // prefill with all logits
-    Context ctx(model.config(), 64);
-    std::vector<float> logits(static_cast<size_t>(n) * V);
-    model.forward(tokens, ctx, pool, logits.data(), /*all_logits=*/true);
-    for (int i = 0; i < n; ++i)
-      ASSERT_LT(rel_err(&logits[static_cast<size_t>(i) * V], &want[static_cast<size_t>(i) * V], V), c.tol)
-          << "prefill row " << i;
+  if (q4k > 0) {
+    SCOPED_TRACE("exact_kquants");
+    Model model(file, /*exact_kquants=*/true);
+    EXPECT_EQ(model.repacked_weights(), 0);
+    check(model);
   }
   // The quantized weights still describe the same model: a decoder that
   // scrambled elements or sub-block scales would give logits unrelated to
@@ -186,6 +208,59 @@ TEST(KQuantModel, QuantizesIntoAPocketFile) {
   model.forward(tokens, ctx, pool, logits.data(), /*all_logits=*/true);
   for (int i = 0; i < n; ++i)
     EXPECT_LT(rel_err(&logits[static_cast<size_t>(i) * V], &want[static_cast<size_t>(i) * V], V), 6e-2) << "row " << i;
+}
+
+// `--weights source` never goes below the source: on the mixed file (every
+// GGUF type Pocket reads), Q4_K/Q4_1 tensors become PQ4 and every value is
+// within the fp16 rounding of its sub-block's scale and offset (0 for Q4_1),
+// Q5_0 becomes PQ8 bit for bit, and the types without an exact PQ form
+// become PQ8 within half a PQ8 step of their values.
+TEST(KQuantSourceGrid, NeverBelowTheSource) {
+  auto files = write_kquant_gguf(DType::Q4_K, /*mix=*/true);
+  convert::QuantizeOptions o;
+  o.source_grid = true;
+  o.group = 32;
+  const std::string out = files->dir.file("src.pocket");
+  convert::quantize_model(files->path, out, o);
+  auto src = std::make_shared<const ModelFile>(open_model(files->path));
+  auto pq = std::make_shared<const ModelFile>(open_model(out));
+  int seen_pq4 = 0, seen_exact_pq8 = 0, seen_requantized = 0;
+  for (const auto& [name, t] : src->tensors) {
+    const TensorView& p = pq->get(name);
+    if (t.shape.size() != 2) {
+      EXPECT_EQ(p.type, DType::F32) << name;
+      continue;
+    }
+    SCOPED_TRACE(name + " " + std::string(dtype_name(t.type)));
+    ASSERT_EQ(p.type, quant::source_grid_type(t.type));
+    ASSERT_EQ(p.group, 32);
+    const bool exact = t.type == DType::Q4_1 || t.type == DType::Q5_0;
+    (p.type == DType::PQ4 ? seen_pq4 : exact ? seen_exact_pq8 : seen_requantized)++;
+    const int64_t cols = t.cols(), groups = cols / 32;
+    const int64_t gbytes = pq::group_block_bytes(p.type, 32);
+    std::vector<float> a(static_cast<size_t>(cols)), b(a.size());
+    for (int64_t r = 0; r < t.rows(); ++r) {
+      kernels::dequant_row(t, r, a.data());
+      kernels::dequant_row(p, r, b.data());
+      for (int64_t g = 0; g < groups; ++g) {
+        const auto* blk = static_cast<const uint8_t*>(p.data) + ((r / 16) * groups + g) * gbytes;
+        auto half = [&](int at) { return static_cast<double>(f16_to_f32(static_cast<uint16_t>(blk[at] | blk[at + 1] << 8))); };
+        const double s = half(2 * static_cast<int>(r % 16));
+        // Q4_K: the fp16 rounding of the stored s and m (one more ulp of
+        // slack, the bound is taken at the rounded values); PQ8 from values:
+        // half a step.
+        const double bound = exact                       ? 0
+                             : p.type == DType::PQ4      ? 1.001 * quant::pq_grid_error_bound(s, half(32 + 2 * static_cast<int>(r % 16)))
+                                                         : 0.5 * std::fabs(s) * 1.0001;
+        for (int64_t k = g * 32; k < g * 32 + 32; ++k)
+          ASSERT_LE(std::fabs(double{a[static_cast<size_t>(k)]} - b[static_cast<size_t>(k)]), bound)
+              << "row " << r << " column " << k;
+      }
+    }
+  }
+  EXPECT_GT(seen_pq4, 0);
+  EXPECT_GT(seen_exact_pq8, 0);
+  EXPECT_GT(seen_requantized, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(
