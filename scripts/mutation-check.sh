@@ -134,8 +134,8 @@ if [ "$arch" = x86 ]; then
     'const __m128 r = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1)), vscale);' \
     'const __m128 r = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1)), _mm_mul_ps(vscale, _mm_set1_ps(1.001f)));'
   mutation attention-k-block-position src/kernels/attention_impl.h \
-    'const uint16_t* kb = k + static_cast<size_t>(t0) * hd;' \
-    'const uint16_t* kb = k + static_cast<size_t>(t0 + (t0 > 0 ? 1 : 0)) * hd;'
+    'const T* kb = k + static_cast<size_t>(t0) * hd;' \
+    'const T* kb = k + static_cast<size_t>(t0 + (t0 > 0 ? 1 : 0)) * hd;'
   # fp16 rows: f32 -> f16 truncates instead of rounding to nearest (AVX2).
   mutation avx2-f32-to-f16-rounding src/kernels/ops_avx2.cpp \
     '_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)' \

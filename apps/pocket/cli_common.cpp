@@ -17,6 +17,11 @@ void ModelOptions::add_to(CLI::App& app) {
                "(values within 2^-11 of a scale, several times the prefill speed)");
 }
 
+void add_kv_option(CLI::App& app, std::string& kv) {
+  app.add_option("--kv", kv, "KV cache type: f16 (default) or q8 (int8 keys and values, a scale per row: half the memory)")
+      ->check(CLI::IsMember({"f16", "q8"}));
+}
+
 LoadedModel ModelOptions::load(std::string* path_out, const MemoryRequest* budget) const {
   std::string path = model.empty() ? default_model_path(POCKET_SHARED_DIR) : model;
   if (path_out) *path_out = path;

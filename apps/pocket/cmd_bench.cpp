@@ -22,6 +22,7 @@ struct BenchArgs {
   bench::BenchOptions opt;
   int threads = 0;
   bool json = false;
+  std::string kv = "f16";
   std::vector<int> verify;  // --verify: speculative decoding's verify cost instead
   ConstraintFlags constraint;
   std::string constraint_corpus;  // a folder of JSON Schemas
@@ -64,6 +65,7 @@ int run_constrained(const BenchArgs& a) {
 int run_bench(BenchArgs a) {
   if (a.constraint.given() || !a.constraint_corpus.empty()) return run_constrained(a);
   a.opt.threads = a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
+  a.opt.kv = parse_kv_type(a.kv);
   install_interrupt_handler();
   a.opt.stop = &interrupt_flag();
   a.opt.on_run = [&](int run, double pp, double tg) {
@@ -96,6 +98,7 @@ void add_bench(CLI::App& app, int& rc) {
   sub->add_option("--mem-budget", a->opt.mem_budget_mb,
                   "Memory budget in MiB: load under its plan for a context of -p + -n (else an error giving the numbers)")
       ->check(CLI::Range(1, 1 << 24));
+  add_kv_option(*sub, a->kv);
   sub->add_flag("--json", a->json, "Print one JSON object instead of a table");
   sub->add_flag("--exact-kquants", a->opt.exact_kquants, "Run GGUF Q4_K weights as stored (default: as PQ4, see `pocket run --help`)");
   sub->add_option("--verify", a->verify,

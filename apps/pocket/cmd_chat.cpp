@@ -93,6 +93,7 @@ void add_chat(CLI::App& app, int& rc) {
   CLI::App* sub = app.add_subcommand("chat", "Interactive multi-turn chat (reads turns line by line from stdin)");
   o->model.add_to(*sub);
   o->memory.add_to(*sub);
+  o->model.add_kv_to(*sub);
   o->flags.add_to(*sub);
   sub->add_option("--system", o->system, "System message");
   sub->add_flag("--no-think", o->no_think, "Qwen3: disable thinking");

@@ -17,6 +17,7 @@ namespace {
 
 struct EvalArgs {
   std::string model, tokenizer, ref, ref_tokenizer, ref_map, text_file;
+  std::string kv = "f16";  // the evaluated model's KV cache (the reference's is f16)
   int ctx = 256, stride = 0, threads = 0;
   int64_t max_tokens = 0;
   bool json = false;
@@ -110,6 +111,7 @@ int run_eval(const EvalArgs& a) {
   ModelOptions threads;
   threads.threads = a.threads;
   o.threads = threads.resolve_threads();
+  o.kv = parse_kv_type(a.kv);
   o.add_bos = m.tokenizer->vocab().add_bos && m.tokenizer->vocab().bos_id >= 0;
   o.bos_id = m.tokenizer->vocab().bos_id;
 
@@ -128,6 +130,7 @@ int run_eval(const EvalArgs& a) {
                       {"text_file", a.text_file},
                       {"text_tokens", r.text_tokens},
                       {"ctx", o.ctx},
+                      {"kv", kv_type_name(o.kv)},
                       {"stride", eval::plan_stride(o)},
                       {"bos", o.add_bos},
                       {"windows", r.windows},
@@ -179,6 +182,7 @@ void add_eval(CLI::App& app, int& rc) {
   sub->add_option("--max-tokens", a->max_tokens, "Evaluate only the first N text tokens (default: all)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   sub->add_option("-t,--threads", a->threads, "Worker threads (default: all cores)")->check(CLI::Range(1, 256));
+  add_kv_option(*sub, a->kv);
   sub->add_flag("--json", a->json, "Print the results as JSON");
   sub->add_flag("--exact-kquants", a->exact_kquants,
                 "Run MODEL's GGUF Q4_K weights as stored (the reference always runs them as stored)");

@@ -121,6 +121,7 @@ void add_run(CLI::App& app, int& rc) {
   CLI::App* sub = app.add_subcommand("run", "Generate text from a prompt");
   o->model.add_to(*sub);
   o->memory.add_to(*sub);
+  o->model.add_kv_to(*sub);
   o->flags.add_to(*sub);
   o->speculative.add_to(*sub);
   sub->add_option("-p,--prompt", o->prompt, "Prompt text (default: \"Once upon a time\")");

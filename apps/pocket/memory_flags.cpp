@@ -25,6 +25,7 @@ LoadedModel MemoryFlags::load(const ModelOptions& model) const {
   r.context = model.context;
   r.batch = batch;
   r.threads = model.resolve_threads();
+  r.kv = model.kv_type();
   LoadedModel m = model.load(nullptr, &r);
   std::fprintf(stderr, "pocket: memory plan: %s\n", m.plan->describe().c_str());
   if (m.plan->context_chosen)
@@ -34,7 +35,7 @@ LoadedModel MemoryFlags::load(const ModelOptions& model) const {
 
 std::unique_ptr<Session> MemoryFlags::session(const LoadedModel& m, const ModelOptions& model) const {
   const int context = m.plan ? m.plan->context : model.resolve_context(m.model->config());
-  return std::make_unique<Session>(m.model, m.tokenizer, context, model.resolve_threads(), batch);
+  return std::make_unique<Session>(m.model, m.tokenizer, context, model.resolve_threads(), batch, model.kv_type());
 }
 
 void MemoryFlags::check_prompt(size_t tokens, const LoadedModel& m) const {

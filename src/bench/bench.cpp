@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bench/system.h"
-#include "model/kv_bytes.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 #include "runtime/loader.h"
 #include "util/thread_pool.h"
@@ -45,8 +45,8 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 // Bytes one decode step reads: every weight except the embedding table, one
 // embedding row, the output matrix (the embedding table itself when tied),
-// and K and V (fp16) of every layer at `context` positions.
-double decode_bytes(const ModelFile& f, double context, double* kv_part) {
+// and K and V of every layer at `context` positions.
+double decode_bytes(const ModelFile& f, double context, KVType kv, double* kv_part) {
   const ModelConfig& c = f.config;
   const TensorView& emb = f.get("token_embd.weight");
   double weights = 0;
@@ -54,7 +54,7 @@ double decode_bytes(const ModelFile& f, double context, double* kv_part) {
     if (name != "token_embd.weight") weights += static_cast<double>(t.nbytes);
   weights += static_cast<double>(emb.nbytes) / static_cast<double>(emb.rows());
   if (c.tied_embeddings) weights += static_cast<double>(emb.nbytes);
-  *kv_part = static_cast<double>(kv_bytes_per_token(c, KVType::F16)) * context;
+  *kv_part = static_cast<double>(kv_bytes_per_token(c, kv)) * context;
   return weights + *kv_part;
 }
 
@@ -74,7 +74,7 @@ std::vector<BenchReport::SweepPoint> run_sweep(const Model& model, const BenchOp
                                                const std::function<bool()>& stopped) {
   const ModelConfig& c = model.config();
   const std::vector<int>& cs = opt.ctx_sweep;
-  Context ctx(c, cs.back() + opt.gen);
+  Context ctx(c, cs.back() + opt.gen, opt.kv);
   std::vector<float> logits(static_cast<size_t>(c.vocab_size));
   std::vector<std::vector<double>> rates(cs.size());
   uint64_t rng = opt.seed * 0x9E3779B97F4A7C15ull + 2;
@@ -123,6 +123,7 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
   budget.budget_mb = opt.mem_budget_mb;
   budget.context = opt.prompt + opt.gen;
   budget.threads = opt.threads;
+  budget.kv = opt.kv;
   if (opt.mem_budget_mb > 0 && !opt.ctx_sweep.empty())
     fail("bench: --mem-budget and --ctx cannot be combined (the sweep's context is not in the plan)");
   OpenOptions oo;
@@ -152,7 +153,7 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
   uint64_t rng = opt.seed * 0x9E3779B97F4A7C15ull + 1;
   // One context for all runs, emptied before each, as an app keeps its
   // session's KV cache: the warm-up run pays the first touch of its pages.
-  Context ctx(c, n_ctx);
+  Context ctx(c, n_ctx, opt.kv);
   auto stopped = [&] { return opt.stop != nullptr && opt.stop->load(std::memory_order_relaxed); };
   // The bandwidth probes run between the runs (after each but the last), so
   // their median follows the host over the same minutes as the runs (a
@@ -199,7 +200,7 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
   r.cpu_s_per_inference = stat_of(cpu).median;
   r.peak_rss_mb = std::max(peak_mb, rss_mb("VmHWM"));
   r.peak_increase_mb = r.peak_rss_mb - r.baseline_rss_mb;
-  r.kv_cache_bytes_per_position = static_cast<double>(kv_bytes_per_token(c, KVType::F16));
+  r.kv_cache_bytes_per_position = static_cast<double>(kv_bytes_per_token(c, opt.kv));
   // After the peak reading: the sweep's larger cache is not part of it.
   if (!opt.ctx_sweep.empty() && !stopped()) r.sweep = run_sweep(model, opt, pool, stopped);
 
@@ -216,7 +217,7 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
 
   // The mean context of the decode steps is p + (n - 1) / 2 cached positions
   // plus the token itself.
-  r.bytes_per_token = decode_bytes(*m.file, opt.prompt + (opt.gen + 1) / 2.0, &r.kv_bytes_per_token);
+  r.bytes_per_token = decode_bytes(*m.file, opt.prompt + (opt.gen + 1) / 2.0, opt.kv, &r.kv_bytes_per_token);
   if (r.interrupted) return r;  // no (further) bandwidth test after a Ctrl-C: report now
   // Probes not yet taken run now, after the peak memory reading (their
   // buffer would count in it).

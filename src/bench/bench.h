@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "model/kv_cache.h"
+
 namespace pocket::bench {
 
 struct BenchOptions {
@@ -32,6 +34,7 @@ struct BenchOptions {
   // Memory budget in MiB (0 = none): the model is loaded under its plan for
   // a context of prompt + gen (budget/memory_plan.h); not with ctx_sweep.
   int mem_budget_mb = 0;
+  KVType kv = KVType::F16;  // the KV cache of every run (--kv)
   // Set (e.g. by a Ctrl-C handler) to stop early: the run in progress is
   // dropped and the report covers the runs finished so far.
   const std::atomic<bool>* stop = nullptr;
@@ -57,7 +60,7 @@ struct BenchReport {
   std::string memory_plan;  // with a budget: the plan (MemoryPlan::describe)
   double bytes_per_token = 0;   // weights + one embedding row + KV at the mean context
   double kv_bytes_per_token = 0;  // the KV part of bytes_per_token
-  double kv_cache_bytes_per_position = 0;  // what the KV cache stores per token of context (fp16 K and V)
+  double kv_cache_bytes_per_position = 0;  // what the KV cache stores per token of context (K and V, opt.kv)
   struct SweepPoint {
     int context = 0;
     Stat decode_tok_s;

@@ -40,7 +40,8 @@ std::string format_table(const BenchReport& r) {
   row("peak memory increase", fmt("%.1f MB (baseline %.1f MB, peak %.1f MB)", r.peak_increase_mb, r.baseline_rss_mb,
                                   r.peak_rss_mb));
   if (!r.memory_plan.empty()) row("memory plan", r.memory_plan);
-  row("KV cache per token of context", fmt("%.0f bytes (fp16 K and V)", r.kv_cache_bytes_per_position));
+  row("KV cache per token of context",
+      fmt("%.0f bytes", r.kv_cache_bytes_per_position) + " (" + kv_type_name(r.opt.kv) + " K and V)");
   for (const auto& sp : r.sweep)
     row("decode at context " + std::to_string(sp.context),
         fmt("%.1f tok/s [%.1f, %.1f]", sp.decode_tok_s.median, sp.decode_tok_s.min, sp.decode_tok_s.max));
@@ -86,6 +87,7 @@ std::string format_json(const BenchReport& r) {
       {"bytes_per_token", r.bytes_per_token},
       {"kv_bytes_per_token", r.kv_bytes_per_token},
       {"kv_cache_bytes_per_position", r.kv_cache_bytes_per_position},
+      {"kv", kv_type_name(r.opt.kv)},
       {"bandwidth_bytes_s", r.bandwidth_bytes_s},
       {"bandwidth_probes_bytes_s", {{"median", r.bandwidth.median}, {"min", r.bandwidth.min}, {"max", r.bandwidth.max}}},
       {"bandwidth_probes", r.bandwidth_probes},

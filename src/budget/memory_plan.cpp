@@ -110,7 +110,7 @@ MemoryPlan memory_for(const ModelFile& file, const Vocab& vocab, const MemoryReq
   p.tokenizer = pages(tokenizer_of(vocab));
   p.context = context;
   p.batch = std::min(r.batch > 0 ? r.batch : Model::kMaxBatch, context);
-  p.kv = pages(kv_cache_bytes(c, r.kv, context));
+  p.kv = pages(kv_cache_bytes(c, context, r.kv));
   p.scratch = scratch_of(c, context, p.batch, std::max(1, r.threads));
   p.overhead = kOverheadFixed + kOverheadPerThread * static_cast<uint64_t>(std::max(1, r.threads));
   p.budget = static_cast<uint64_t>(std::max(0, r.budget_mb)) * kMiB;

@@ -10,7 +10,7 @@
 //    the pages of Q4_0 (and Q4_K) matrices repacked at load plus their copies,
 //    plus the copies being built during the load (one per repacking thread);
 //  - tokenizer: the vocabulary and merge tables (an estimate from their sizes);
-//  - KV cache: bytes per token (kv_bytes.h) x context, local layers capped
+//  - KV cache: kv_cache_bytes (model/kv_cache.h) for the context, local layers capped
 //    at their window;
 //  - scratch: the forward pass's rows for one prefill chunk (--batch), the
 //    quantized activations, attention scores (per thread, per position),
@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/kv_bytes.h"
+#include "model/kv_cache.h"
 #include "core/config.h"
 
 namespace pocket {

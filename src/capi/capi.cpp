@@ -225,8 +225,9 @@ struct ShippedSizes<pocket_generate_options> {  // + structured output (constrai
                                      sizeof(pocket_generate_options)};
 };
 template <>
-struct ShippedSizes<pocket_session_options> {  // + memory budget (mem_budget_mb, batch)
-  static constexpr size_t sizes[] = {offsetof(pocket_session_options, mem_budget_mb), sizeof(pocket_session_options)};
+struct ShippedSizes<pocket_session_options> {  // + memory budget (mem_budget_mb, batch), + kv_cache
+  static constexpr size_t sizes[] = {offsetof(pocket_session_options, mem_budget_mb),
+                                     offsetof(pocket_session_options, kv_cache), sizeof(pocket_session_options)};
 };
 template <>
 struct ShippedSizes<pocket_stats> {  // + constraint_complete
@@ -603,6 +604,7 @@ pocket_status pocket_session_open(pocket_model* model, const pocket_session_opti
     eo.enable_thinking = o.enable_thinking != 0;
     eo.mem_budget_mb = o.mem_budget_mb;
     eo.batch = o.batch;
+    if (o.kv_cache) eo.kv = o.kv_cache;
     auto s = std::make_shared<SessionEntry>();
     s->engine = pocket::Engine::create(entry->model, eo);
     *session = handle_of<pocket_session>(registry().add_session(std::move(s)));

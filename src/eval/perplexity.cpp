@@ -85,7 +85,7 @@ EvalResult evaluate(const Model& model, const Model* reference, std::span<const 
   if (opt.threads < 1) fail("--threads ", opt.threads, " must be at least 1");
 
   ThreadPool pool(opt.threads);
-  Context model_ctx(model.config(), opt.ctx);
+  Context model_ctx(model.config(), opt.ctx, opt.kv);
   std::unique_ptr<Context> ref_ctx = reference ? std::make_unique<Context>(reference->config(), opt.ctx) : nullptr;
   const size_t vocab = static_cast<size_t>(model.config().vocab_size);
   const int64_t offset = opt.add_bos ? 1 : 0;  // sequence position of text token `begin`
@@ -140,7 +140,7 @@ EvalResult evaluate_mapped(const Model& model, const Model& reference, std::span
   if (opt.threads < 1) fail("--threads ", opt.threads, " must be at least 1");
 
   ThreadPool pool(opt.threads);
-  Context model_ctx(model.config(), opt.ctx), ref_ctx(reference.config(), opt.ctx);
+  Context model_ctx(model.config(), opt.ctx, opt.kv), ref_ctx(reference.config(), opt.ctx);
   const int64_t offset = opt.add_bos ? 1 : 0;
   EvalResult r;
   r.mapped = true;

@@ -31,6 +31,7 @@ struct EvalOptions {
   int threads = 1;
   bool add_bos = false;  // start every window with bos_id
   int32_t bos_id = -1;
+  KVType kv = KVType::F16;  // the evaluated model's KV cache; the reference's is always f16
 };
 
 // One window: text tokens [begin, end) run after an optional BOS; targets

@@ -60,11 +60,11 @@ const char* stop_reason_name(GenerateResult::Stop s) {
 }
 
 Session::Session(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer, int n_ctx,
-                 int n_threads, int batch)
+                 int n_threads, int batch, KVType kv)
     : model_(std::move(model)),
       tok_(std::move(tokenizer)),
       pool_(std::make_unique<ThreadPool>(n_threads)),
-      ctx_(model_->config(), n_ctx),
+      ctx_(model_->config(), n_ctx, kv),
       batch_(batch == 0 ? Model::kMaxBatch : batch) {
   if (batch < 0 || batch > Model::kMaxBatch)
     fail_as(ErrorCode::InvalidArgument, "batch ", batch, " is outside [1, ", Model::kMaxBatch, "] (0 = ", Model::kMaxBatch, ")");

@@ -68,8 +68,9 @@ class Session {
   // `batch`: prompt tokens run per forward pass (chunked prefill; 1 to
   // Model::kMaxBatch, 0 = Model::kMaxBatch). Smaller chunks bound the
   // scratch memory; the results are the same for any chunk size.
+  // kv: the KV cache's element type (--kv).
   Session(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer, int n_ctx, int n_threads,
-          int batch = 0);
+          int batch = 0, KVType kv = KVType::F16);
 
   // Streams text pieces to `on_text` (return false to stop early).
   GenerateResult generate(std::span<const int32_t> input, const GenerateOptions& opt,

@@ -88,12 +88,7 @@ PackedCandidates pack_after_prefix(const ModelConfig& c, KVCache& cache, int q,
   for (size_t k = begin; k < end; ++k) {
     const int n = static_cast<int>(candidates[k].size()) - (drop_last ? 1 : 0);
     if (k > begin && n > 0 && q > 0) {  // a copy of the prefix's K/V rows in front of this candidate
-      const size_t bytes = static_cast<size_t>(q) * c.head_dim * sizeof(uint16_t);
-      for (int l = 0; l < c.n_layers; ++l)
-        for (int h = 0; h < c.n_kv_heads; ++h) {
-          std::memcpy(cache.k(l, h, region), cache.k(l, h, 0), bytes);
-          std::memcpy(cache.v(l, h, region), cache.v(l, h, 0), bytes);
-        }
+      for (int l = 0; l < c.n_layers; ++l) cache.move_rows(l, region, 0, q);
     }
     for (int t = 0; t < n; ++t) {
       p.tokens.push_back(candidates[k][static_cast<size_t>(t)]);

@@ -13,8 +13,14 @@ namespace pocket::kernels {
 
 namespace {
 
-inline __m512 load_half16(const uint16_t* p) {
+inline __m512 load16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+// 16 int8 values of a q8 row, widened to float (the row scale is applied
+// by the driver). Float products rather than VNNI: q would have to be
+// quantized too, adding error, and the loop waits on memory, not on math.
+inline __m512 load16(const int8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
 
 struct AttentionOpsAvx512 {
@@ -25,16 +31,16 @@ struct AttentionOpsAvx512 {
   // (512 -> 256 bits, then hadd) turns 4 accumulators into 4 scores; a
   // short last step repeats its last row, so every score takes the same
   // path (batch invariance, see AttentionOpsAvx2::scores).
-  template <int NQ>
-  static void scores(const float* const* q, const uint16_t* k, int n_t, int hd, float scale, float* const* s, int t0) {
+  template <int NQ, class T>
+  static void scores(const float* const* q, const T* k, int n_t, int hd, float scale, float* const* s, int t0) {
     const __m128 vscale = _mm_set1_ps(scale);
     for (int t = 0; t < n_t; t += 4) {
       const int valid = std::min(4, n_t - t);
       __m512 acc[NQ][4];
       for (int j = 0; j < NQ; ++j)
         for (int p = 0; p < 4; ++p) acc[j][p] = _mm512_setzero_ps();
-      const uint16_t* kt = k + static_cast<size_t>(t) * hd;
-      const uint16_t* rows[4];
+      const T* kt = k + static_cast<size_t>(t) * hd;
+      const T* rows[4];
       for (int p = 0; p < 4; ++p) rows[p] = kt + std::min(p, valid - 1) * hd;
       // See kAttnPrefetchRows.
       for (int p = 0; p < 4; ++p) prefetch_row(kt + (kAttnPrefetchRows + p) * hd, hd);
@@ -42,7 +48,7 @@ struct AttentionOpsAvx512 {
         __m512 qd[NQ];
         for (int j = 0; j < NQ; ++j) qd[j] = _mm512_loadu_ps(q[j] + d);
         for (int p = 0; p < 4; ++p) {
-          const __m512 kv = load_half16(rows[p] + d);
+          const __m512 kv = load16(rows[p] + d);
           for (int j = 0; j < NQ; ++j) acc[j][p] = _mm512_fmadd_ps(qd[j], kv, acc[j][p]);
         }
       }
@@ -59,8 +65,8 @@ struct AttentionOpsAvx512 {
   }
 
   // Up to 128 columns per pass (8 vectors per query).
-  template <int NQ>
-  static void values(const float* const* p, const uint16_t* v, int n_t, int hd, float* const* out, int t0, bool first) {
+  template <int NQ, class T>
+  static void values(const float* const* p, const T* v, int n_t, int hd, float* const* out, int t0, bool first) {
     for (int d = 0; d < hd; d += 128) {
       const int w = std::min(128, hd - d) / 16;
       if (w == 8) {
@@ -71,17 +77,17 @@ struct AttentionOpsAvx512 {
     }
   }
 
-  template <int NQ, int W>
-  static void pass(const float* const* p, const uint16_t* v, int n_t, int hd, float* const* out, int t0, bool first,
+  template <int NQ, int W, class T>
+  static void pass(const float* const* p, const T* v, int n_t, int hd, float* const* out, int t0, bool first,
                    int d) {
     __m512 acc[NQ][W];
     for (int j = 0; j < NQ; ++j)
       for (int i = 0; i < W; ++i) acc[j][i] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(out[j] + d + 16 * i);
     for (int t = 0; t < n_t; ++t) {
-      const uint16_t* vt = v + static_cast<size_t>(t) * hd + d;
+      const T* vt = v + static_cast<size_t>(t) * hd + d;
       if (d == 0) prefetch_row(vt + kAttnPrefetchRows * hd, hd);
       __m512 vv[W];
-      for (int i = 0; i < W; ++i) vv[i] = load_half16(vt + 16 * i);
+      for (int i = 0; i < W; ++i) vv[i] = load16(vt + 16 * i);
       for (int j = 0; j < NQ; ++j) {
         const __m512 pj = _mm512_set1_ps(p[j][t0 + t]);
         for (int i = 0; i < W; ++i) acc[j][i] = _mm512_fmadd_ps(pj, vv[i], acc[j][i]);
@@ -99,11 +105,22 @@ void attention_heads_avx512(const AttentionQueries& qs, const uint16_t* k, const
     kernel_table(Isa::Avx2).attention_heads(qs, k, v, hd, scale, scratch);
     return;
   }
-  attention_heads_blocked<AttentionOpsAvx512>(qs, k, v, hd, scale, scratch);
+  attention_heads_blocked<AttentionOpsAvx512>(qs, k, nullptr, v, nullptr, hd, scale, scratch);
+}
+
+void attention_heads_q8_avx512(const AttentionQueries& qs, Q8Rows k, Q8Rows v, int hd, float scale, float* scratch) {
+  if (hd % AttentionOpsAvx512::kLanes != 0) {
+    kernel_table(Isa::Avx2).attention_heads_q8(qs, k, v, hd, scale, scratch);
+    return;
+  }
+  attention_heads_blocked<AttentionOpsAvx512>(qs, k.q, k.scale, v.q, v.scale, hd, scale, scratch);
 }
 
 }  // namespace
 
-void install_avx512_attention(KernelTable& t) { t.attention_heads = attention_heads_avx512; }
+void install_avx512_attention(KernelTable& t) {
+  t.attention_heads = attention_heads_avx512;
+  t.attention_heads_q8 = attention_heads_q8_avx512;
+}
 
 }  // namespace pocket::kernels

@@ -1,10 +1,14 @@
 // The blocking of multi-query attention (kernels::attention_heads), written
 // once for every SIMD level. An ISA file supplies the inner loops as an
 // `Ops` type:
-//   template <int NQ> static void scores(q, k, n_t, hd, scale, s, t0);
+//   template <int NQ, class T> static void scores(q, k, n_t, hd, scale, s, t0);
 //       s[j][t0 + t] = scale * q[j] . K[t], t in [0, n_t), NQ = 1 or 2
-//   template <int NQ> static void values(p, v, n_t, hd, out, t0, first);
+//   template <int NQ, class T> static void values(p, v, n_t, hd, out, t0, first);
 //       out[j] (=, or += unless first) sum_t p[j][t0 + t] V[t]
+// for rows of T = uint16_t (fp16) or int8_t (the q8 cache, whose row
+// scales the driver applies: to a key's score after `scores`, to a value's
+// softmax weight before `values`, the same way for every query, so batch
+// invariance holds for both types).
 //   static void softmax(float* x, int n);
 //   static constexpr int kLanes;   // head_dim must be a multiple of this
 // Included only by ISA-specific translation units; unnamed namespace for
@@ -30,16 +34,28 @@ constexpr int kAttnBlock = 64;
 // prefetches never fault.
 constexpr int kAttnPrefetchRows = 32;
 
-inline void prefetch_row(const uint16_t* row, int hd) {
+template <class T>
+inline void prefetch_row(const T* row, int hd) {
   const char* p = reinterpret_cast<const char*>(row);
-  for (int b = 0; b < hd * 2; b += 64) __builtin_prefetch(p + b);
+  for (int b = 0; b < hd * static_cast<int>(sizeof(T)); b += 64) __builtin_prefetch(p + b);
 }
 
-template <class Ops>
-void attention_heads_blocked(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int hd, float scale,
-                             float* scratch) {
+// The scalar reference, for head sizes an ISA's loops do not take.
+inline void attention_fallback(const AttentionQueries& qs, const uint16_t* k, const float*, const uint16_t* v,
+                               const float*, int hd, float scale, float* scratch) {
+  kernel_table(Isa::Scalar).attention_heads(qs, k, v, hd, scale, scratch);
+}
+inline void attention_fallback(const AttentionQueries& qs, const int8_t* k, const float* ks, const int8_t* v,
+                               const float* vs, int hd, float scale, float* scratch) {
+  kernel_table(Isa::Scalar).attention_heads_q8(qs, {k, ks}, {v, vs}, hd, scale, scratch);
+}
+
+// k_scale / v_scale: the row scales of an int8 cache, null for fp16.
+template <class Ops, class T>
+void attention_heads_blocked(const AttentionQueries& qs, const T* k, const float* k_scale, const T* v,
+                             const float* v_scale, int hd, float scale, float* scratch) {
   if (hd % Ops::kLanes != 0) {
-    kernel_table(Isa::Scalar).attention_heads(qs, k, v, hd, scale, scratch);
+    attention_fallback(qs, k, k_scale, v, v_scale, hd, scale, scratch);
     return;
   }
   // Positions [lo, max_ctx) cover every query; scores are indexed from lo.
@@ -47,6 +63,7 @@ void attention_heads_blocked(const AttentionQueries& qs, const uint16_t* k, cons
   for (int j = 0; j < qs.n; ++j) lo = std::min(lo, qs.first[j]), max_ctx = std::max(max_ctx, qs.n_ctx[j]);
   k += static_cast<size_t>(lo) * hd;
   v += static_cast<size_t>(lo) * hd;
+  if (k_scale) k_scale += lo, v_scale += lo;
   const int span = max_ctx - lo;
   float* s[kMaxAttentionQueries];
   for (int j = 0; j < qs.n; ++j) s[j] = scratch + static_cast<size_t>(j) * span;
@@ -54,20 +71,25 @@ void attention_heads_blocked(const AttentionQueries& qs, const uint16_t* k, cons
   // its own [first, n_ctx) are valid rows of other tokens; the mask drops them).
   for (int t0 = 0; t0 < span; t0 += kAttnBlock) {
     const int n_t = std::min(kAttnBlock, span - t0);
-    const uint16_t* kb = k + static_cast<size_t>(t0) * hd;
+    const T* kb = k + static_cast<size_t>(t0) * hd;
     int j = 0;
     for (; j + 2 <= qs.n; j += 2) Ops::template scores<2>(qs.q + j, kb, n_t, hd, scale, s + j, t0);
     if (j < qs.n) Ops::template scores<1>(qs.q + j, kb, n_t, hd, scale, s + j, t0);
+    if (k_scale)
+      for (j = 0; j < qs.n; ++j)
+        for (int t = t0; t < t0 + n_t; ++t) s[j][t] *= k_scale[t];
   }
   for (int j = 0; j < qs.n; ++j) {
     const int a = qs.first[j] - lo, b = qs.n_ctx[j] - lo;
     Ops::softmax(s[j] + a, b - a);
     std::fill(s[j], s[j] + a, 0.0f);  // the sliding window
     std::fill(s[j] + b, s[j] + span, 0.0f);  // the causal mask
+    if (v_scale)
+      for (int t = a; t < b; ++t) s[j][t] *= v_scale[t];
   }
   for (int t0 = 0; t0 < span; t0 += kAttnBlock) {
     const int n_t = std::min(kAttnBlock, span - t0);
-    const uint16_t* vb = v + static_cast<size_t>(t0) * hd;
+    const T* vb = v + static_cast<size_t>(t0) * hd;
     int j = 0;
     for (; j + 2 <= qs.n; j += 2) Ops::template values<2>(s + j, vb, n_t, hd, qs.out + j, t0, t0 == 0);
     if (j < qs.n) Ops::template values<1>(s + j, vb, n_t, hd, qs.out + j, t0, t0 == 0);

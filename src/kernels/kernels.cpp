@@ -3,6 +3,7 @@
 #include "kernels/kernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 
 #include "kernels/dequant.h"
@@ -152,13 +153,31 @@ void geglu(float* gate, const float* up, int n) { active().geglu(gate, up, n); }
 void rope(float* x, int n_heads, int head_dim, int pos, RopeStyle style, const float* inv_freq) {
   active().rope(x, n_heads, head_dim, pos, style, inv_freq);
 }
-void attention_heads(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int head_dim, float scale,
-                     float* scratch) {
+namespace {
+void check_queries(const AttentionQueries& qs) {
   if (qs.n < 1 || qs.n > kMaxAttentionQueries) fail("attention: ", qs.n, " queries (1..", kMaxAttentionQueries, ")");
   for (int j = 0; j < qs.n; ++j)
     if (qs.first[j] < 0 || qs.first[j] >= qs.n_ctx[j])
       fail("attention: query ", j, " sees positions [", qs.first[j], ", ", qs.n_ctx[j], "), which is empty");
+}
+}  // namespace
+
+void attention_heads(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int head_dim, float scale,
+                     float* scratch) {
+  check_queries(qs);
   active().attention_heads(qs, k, v, head_dim, scale, scratch);
+}
+void attention_heads_q8(const AttentionQueries& qs, Q8Rows k, Q8Rows v, int head_dim, float scale, float* scratch) {
+  check_queries(qs);
+  active().attention_heads_q8(qs, k, v, head_dim, scale, scratch);
+}
+void quantize_row_q8(const float* x, int8_t* y, float* scale, int n) {
+  float amax = 0.0f;
+  for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float d = amax / 127.0f;
+  const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+  for (int i = 0; i < n; ++i) y[i] = static_cast<int8_t>(std::lround(std::clamp(x[i] * inv, -127.0f, 127.0f)));
+  *scale = d;
 }
 void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) { active().f32_to_f16_row(x, y, n); }
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n) { active().f16_to_f32_row(x, y, n); }

@@ -74,6 +74,18 @@ struct AttentionQueries {
 void attention_heads(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int head_dim, float scale,
                      float* scratch);
 
+// One head's rows of an int8 KV cache (--kv q8): row t holds
+// scale[t] * q[t * head_dim + i], i in [0, head_dim).
+struct Q8Rows {
+  const int8_t* q;
+  const float* scale;
+};
+// attention_heads over int8 K and V rows, read as stored (no fp16 copy).
+void attention_heads_q8(const AttentionQueries& qs, Q8Rows k, Q8Rows v, int head_dim, float scale, float* scratch);
+// One row to int8 with one scale: scale = max|x| / 127 (0 for a zero row),
+// y[i] = round(x[i] / scale), ties away from zero. The same on every ISA.
+void quantize_row_q8(const float* x, int8_t* y, float* scale, int n);
+
 // Row conversions between f32 and fp16 (round to nearest even).
 void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n);

@@ -85,7 +85,11 @@ void rope_avx2(float* x, int n_heads, int head_dim, int pos, RopeStyle style, co
   }
 }
 
-inline __m256 load_half8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+// 8 int8 values of a q8 row, widened to float (the driver applies the scale).
+inline __m256 load8(const int8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
 
 
 // Inner loops of the multi-query attention (driver: attention_impl.h).
@@ -101,23 +105,23 @@ struct AttentionOpsAvx2 {
   // copies, so every score is computed the same way wherever the position
   // falls: one query's scores do not depend on the span of the others
   // (batch invariance: decode, verify and prefill agree bit for bit).
-  template <int NQ>
-  static void scores(const float* const* q, const uint16_t* k, int n_t, int hd, float scale, float* const* s, int t0) {
+  template <int NQ, class T>
+  static void scores(const float* const* q, const T* k, int n_t, int hd, float scale, float* const* s, int t0) {
     const __m128 vscale = _mm_set1_ps(scale);
     for (int t = 0; t < n_t; t += 4) {
       const int valid = std::min(4, n_t - t);
       __m256 acc[NQ][4];
       for (int j = 0; j < NQ; ++j)
         for (int p = 0; p < 4; ++p) acc[j][p] = _mm256_setzero_ps();
-      const uint16_t* kt = k + static_cast<size_t>(t) * hd;
-      const uint16_t* rows[4];
+      const T* kt = k + static_cast<size_t>(t) * hd;
+      const T* rows[4];
       for (int p = 0; p < 4; ++p) rows[p] = kt + std::min(p, valid - 1) * hd;
       for (int p = 0; p < 4; ++p) prefetch_row(kt + (kAttnPrefetchRows + p) * hd, hd);
       for (int d = 0; d < hd; d += 8) {
         __m256 qd[NQ];
         for (int j = 0; j < NQ; ++j) qd[j] = _mm256_loadu_ps(q[j] + d);
         for (int p = 0; p < 4; ++p) {
-          const __m256 kv = load_half8(rows[p] + d);
+          const __m256 kv = load8(rows[p] + d);
           for (int j = 0; j < NQ; ++j) acc[j][p] = _mm256_fmadd_ps(qd[j], kv, acc[j][p]);
         }
       }
@@ -134,8 +138,8 @@ struct AttentionOpsAvx2 {
   // out_j += sum_t p_j[t0 + t] V[t] over t in [0, n_t) (out_j = ... when
   // `first`), NQ (1 or 2) queries and 32 columns per pass: 8 accumulators,
   // 4 converted V vectors and 2 broadcasts fit the 16 ymm registers.
-  template <int NQ>
-  static void values(const float* const* p, const uint16_t* v, int n_t, int hd, float* const* out, int t0, bool first) {
+  template <int NQ, class T>
+  static void values(const float* const* p, const T* v, int n_t, int hd, float* const* out, int t0, bool first) {
     for (int d = 0; d < hd; d += 32) {
       const int w = std::min(32, hd - d) / 8;  // vectors in this pass (hd is a multiple of 8)
       __m256 acc[NQ][4];
@@ -143,9 +147,9 @@ struct AttentionOpsAvx2 {
         for (int i = 0; i < 4; ++i) acc[j][i] = (first || i >= w) ? _mm256_setzero_ps() : _mm256_loadu_ps(out[j] + d + 8 * i);
       if (w == 4) {
         for (int t = 0; t < n_t; ++t) {
-          const uint16_t* vt = v + static_cast<size_t>(t) * hd + d;
+          const T* vt = v + static_cast<size_t>(t) * hd + d;
           if (d == 0) prefetch_row(vt + kAttnPrefetchRows * hd, hd);
-          const __m256 v0 = load_half8(vt), v1 = load_half8(vt + 8), v2 = load_half8(vt + 16), v3 = load_half8(vt + 24);
+          const __m256 v0 = load8(vt), v1 = load8(vt + 8), v2 = load8(vt + 16), v3 = load8(vt + 24);
           for (int j = 0; j < NQ; ++j) {
             const __m256 pj = _mm256_broadcast_ss(p[j] + t0 + t);
             acc[j][0] = _mm256_fmadd_ps(pj, v0, acc[j][0]);
@@ -157,7 +161,7 @@ struct AttentionOpsAvx2 {
       } else {
         for (int t = 0; t < n_t; ++t)
           for (int i = 0; i < w; ++i) {
-            const __m256 vi = load_half8(v + static_cast<size_t>(t) * hd + d + 8 * i);
+            const __m256 vi = load8(v + static_cast<size_t>(t) * hd + d + 8 * i);
             for (int j = 0; j < NQ; ++j) acc[j][i] = _mm256_fmadd_ps(_mm256_broadcast_ss(p[j] + t0 + t), vi, acc[j][i]);
           }
       }
@@ -169,7 +173,11 @@ struct AttentionOpsAvx2 {
 
 void attention_heads_avx2(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int hd, float scale,
                           float* scratch) {
-  attention_heads_blocked<AttentionOpsAvx2>(qs, k, v, hd, scale, scratch);
+  attention_heads_blocked<AttentionOpsAvx2>(qs, k, nullptr, v, nullptr, hd, scale, scratch);
+}
+
+void attention_heads_q8_avx2(const AttentionQueries& qs, Q8Rows k, Q8Rows v, int hd, float scale, float* scratch) {
+  attention_heads_blocked<AttentionOpsAvx2>(qs, k.q, k.scale, v.q, v.scale, hd, scale, scratch);
 }
 
 void f32_to_f16_row_avx2(const float* x, uint16_t* y, int64_t n) {
@@ -195,6 +203,7 @@ void install_x86_ops(KernelTable& t) {
   t.geglu = glu_avx2<true>;
   t.rope = rope_avx2;
   t.attention_heads = attention_heads_avx2;
+  t.attention_heads_q8 = attention_heads_q8_avx2;
   t.f32_to_f16_row = f32_to_f16_row_avx2;
   t.f16_to_f32_row = f16_to_f32_row_avx2;
 }

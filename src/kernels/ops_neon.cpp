@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/attention_impl.h"
 #include "kernels/table.h"
@@ -182,7 +183,15 @@ void f16_to_f32_row_neon(const uint16_t* x, float* y, int64_t n) {
   }
 }
 
-inline float32x4_t load_half4(const uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
+inline float32x4_t load4(const uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
+// 4 int8 values of a q8 row, widened to float (the driver applies the scale);
+// read as 4 bytes, never past the row.
+inline float32x4_t load4(const int8_t* p) {
+  int32_t w;
+  std::memcpy(&w, p, 4);
+  const int16x8_t h = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(w)));
+  return vcvtq_f32_s32(vmovl_s16(vget_low_s16(h)));
+}
 
 // Inner loops of the multi-query attention (driver: attention_impl.h).
 struct AttentionOpsNeon {
@@ -194,22 +203,22 @@ struct AttentionOpsNeon {
   // pairwise-add levels turn 4 accumulators into 4 scores. A short last step
   // repeats its last row, so every score takes the same path wherever it
   // falls (batch invariance, as on x86).
-  template <int NQ>
-  static void scores(const float* const* q, const uint16_t* k, int n_t, int hd, float scale, float* const* s, int t0) {
+  template <int NQ, class T>
+  static void scores(const float* const* q, const T* k, int n_t, int hd, float scale, float* const* s, int t0) {
     for (int t = 0; t < n_t; t += 4) {
       const int valid = std::min(4, n_t - t);
       float32x4_t acc[NQ][4];
       for (int j = 0; j < NQ; ++j)
         for (int p = 0; p < 4; ++p) acc[j][p] = vdupq_n_f32(0.0f);
-      const uint16_t* kt = k + static_cast<size_t>(t) * hd;
-      const uint16_t* rows[4];
+      const T* kt = k + static_cast<size_t>(t) * hd;
+      const T* rows[4];
       for (int p = 0; p < 4; ++p) rows[p] = kt + std::min(p, valid - 1) * hd;
       for (int p = 0; p < 4; ++p) prefetch_row(kt + (kAttnPrefetchRows + p) * hd, hd);
       for (int d = 0; d < hd; d += 4) {
         float32x4_t qd[NQ];
         for (int j = 0; j < NQ; ++j) qd[j] = vld1q_f32(q[j] + d);
         for (int p = 0; p < 4; ++p) {
-          const float32x4_t kv = load_half4(rows[p] + d);
+          const float32x4_t kv = load4(rows[p] + d);
           for (int j = 0; j < NQ; ++j) acc[j][p] = vfmaq_f32(acc[j][p], qd[j], kv);
         }
       }
@@ -229,18 +238,18 @@ struct AttentionOpsNeon {
 
   // out_j (+)= sum_t p_j[t0 + t] V[t], NQ (1 or 2) queries, up to 32 columns
   // per pass: 16 accumulators and 8 converted V vectors of the 32 registers.
-  template <int NQ>
-  static void values(const float* const* p, const uint16_t* v, int n_t, int hd, float* const* out, int t0, bool first) {
+  template <int NQ, class T>
+  static void values(const float* const* p, const T* v, int n_t, int hd, float* const* out, int t0, bool first) {
     for (int d = 0; d < hd; d += 32) {
       const int w = std::min(32, hd - d) / 4;  // vectors in this pass (hd is a multiple of 4)
       float32x4_t acc[NQ][8];
       for (int j = 0; j < NQ; ++j)
         for (int i = 0; i < 8; ++i) acc[j][i] = (first || i >= w) ? vdupq_n_f32(0.0f) : vld1q_f32(out[j] + d + 4 * i);
       for (int t = 0; t < n_t; ++t) {
-        const uint16_t* vt = v + static_cast<size_t>(t) * hd + d;
+        const T* vt = v + static_cast<size_t>(t) * hd + d;
         if (d == 0) prefetch_row(vt + kAttnPrefetchRows * hd, hd);
         float32x4_t vv[8];
-        for (int i = 0; i < w; ++i) vv[i] = load_half4(vt + 4 * i);
+        for (int i = 0; i < w; ++i) vv[i] = load4(vt + 4 * i);
         for (int j = 0; j < NQ; ++j) {
           const float pj = p[j][t0 + t];
           for (int i = 0; i < w; ++i) acc[j][i] = vfmaq_n_f32(acc[j][i], vv[i], pj);
@@ -254,7 +263,11 @@ struct AttentionOpsNeon {
 
 void attention_heads_neon(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int hd, float scale,
                           float* scratch) {
-  attention_heads_blocked<AttentionOpsNeon>(qs, k, v, hd, scale, scratch);
+  attention_heads_blocked<AttentionOpsNeon>(qs, k, nullptr, v, nullptr, hd, scale, scratch);
+}
+
+void attention_heads_q8_neon(const AttentionQueries& qs, Q8Rows k, Q8Rows v, int hd, float scale, float* scratch) {
+  attention_heads_blocked<AttentionOpsNeon>(qs, k.q, k.scale, v.q, v.scale, hd, scale, scratch);
 }
 
 }  // namespace
@@ -266,6 +279,7 @@ void install_neon(KernelTable& t) {
   t.geglu = glu_neon<true>;
   t.rope = rope_neon;
   t.attention_heads = attention_heads_neon;
+  t.attention_heads_q8 = attention_heads_q8_neon;
   t.f32_to_f16_row = f32_to_f16_row_neon;
   t.f16_to_f32_row = f16_to_f32_row_neon;
   install_neon_matmul(t);

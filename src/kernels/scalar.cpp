@@ -97,6 +97,31 @@ void attention_heads_ref(const AttentionQueries& qs, const uint16_t* k, const ui
   }
 }
 
+// The int8 twin of attention_ref: each row's scale applied to its dot
+// product (keys) or to its softmax weight (values).
+void attention_q8_ref(const float* q, Q8Rows k, Q8Rows v, int n_ctx, int head_dim, float scale, float* scratch,
+                      float* out) {
+  for (int t = 0; t < n_ctx; ++t) {
+    double dot = 0.0;
+    for (int i = 0; i < head_dim; ++i) dot += static_cast<double>(q[i]) * k.q[static_cast<size_t>(t) * head_dim + i];
+    scratch[t] = static_cast<float>(dot * k.scale[t]) * scale;
+  }
+  softmax_ref(scratch, n_ctx);
+  for (int i = 0; i < head_dim; ++i) out[i] = 0.0f;
+  for (int t = 0; t < n_ctx; ++t) {
+    const float p = scratch[t] * v.scale[t];
+    for (int i = 0; i < head_dim; ++i) out[i] += p * static_cast<float>(v.q[static_cast<size_t>(t) * head_dim + i]);
+  }
+}
+
+void attention_heads_q8_ref(const AttentionQueries& qs, Q8Rows k, Q8Rows v, int head_dim, float scale, float* scratch) {
+  for (int j = 0; j < qs.n; ++j) {
+    const size_t first = static_cast<size_t>(qs.first[j]);
+    attention_q8_ref(qs.q[j], {k.q + first * head_dim, k.scale + first}, {v.q + first * head_dim, v.scale + first},
+                     qs.n_ctx[j] - qs.first[j], head_dim, scale, scratch, qs.out[j]);
+  }
+}
+
 void f32_to_f16_row_ref(const float* x, uint16_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = f32_to_f16(x[i]);
 }
@@ -117,6 +142,7 @@ void install_scalar(KernelTable& t) {
   t.geglu = geglu_ref;
   t.rope = rope_ref;
   t.attention_heads = attention_heads_ref;
+  t.attention_heads_q8 = attention_heads_q8_ref;
   t.f32_to_f16_row = f32_to_f16_row_ref;
   t.f16_to_f32_row = f16_to_f32_row_ref;
 }

@@ -50,6 +50,8 @@ struct KernelTable {
   void (*rope)(float* x, int n_heads, int head_dim, int pos, RopeStyle style, const float* inv_freq) = nullptr;
   void (*attention_heads)(const AttentionQueries& qs, const uint16_t* k, const uint16_t* v, int head_dim, float scale,
                           float* scratch) = nullptr;
+  void (*attention_heads_q8)(const AttentionQueries& qs, Q8Rows k, Q8Rows v, int head_dim, float scale,
+                             float* scratch) = nullptr;
   void (*f32_to_f16_row)(const float* x, uint16_t* y, int64_t n) = nullptr;
   void (*f16_to_f32_row)(const uint16_t* x, float* y, int64_t n) = nullptr;
 };

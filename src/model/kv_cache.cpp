@@ -5,37 +5,139 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/kernels.h"
 #include "util/checked.h"
 #include "util/error.h"
 
 namespace pocket {
 
-KVCache::KVCache(const ModelConfig& cfg, int n_ctx)
-    : n_kv_heads_(cfg.n_kv_heads), head_dim_(cfg.head_dim), n_ctx_(n_ctx), window_(cfg.sliding_window) {
+namespace {
+
+size_t elem_bytes_of(KVType type) {
+  switch (type) {
+    case KVType::F16:
+      return 2;
+    case KVType::Q8:
+      return 1;
+    case KVType::Q4:
+      break;
+  }
+  fail("KV cache type ", kv_type_name(type), " is not supported (f16 or q8)");
+}
+
+// Positions a sliding-window layer holds: window - 1 earlier positions, the
+// rollback margin and one write.
+int local_slots_of(const ModelConfig& cfg, int n_ctx) {
+  if (cfg.sliding_window <= 0) return n_ctx;
+  return static_cast<int>(
+      std::min<int64_t>(n_ctx, int64_t{cfg.sliding_window} - 1 + KVCache::kRollbackMargin + KVCache::kMaxWrite));
+}
+
+uint64_t elems_of(const ModelConfig& cfg, int n_ctx) {
+  const uint64_t row = static_cast<uint64_t>(cfg.n_kv_heads) * 2 * static_cast<uint64_t>(cfg.head_dim);
+  uint64_t elems = 0;
+  for (int l = 0; l < cfg.n_layers; ++l) {
+    const int slots = cfg.is_local(l) ? local_slots_of(cfg, n_ctx) : n_ctx;
+    elems = checked_add(elems, checked_mul(row, static_cast<uint64_t>(slots), "KV cache"), "KV cache");
+  }
+  return elems;
+}
+
+// Bytes of the rows; the scales (q8) start there, 64-byte aligned.
+uint64_t data_bytes_of(uint64_t elems, KVType type) {
+  const uint64_t data = checked_mul(elems, elem_bytes_of(type), "KV cache");
+  return type == KVType::F16 ? data : checked_add(data, 63, "KV cache") / 64 * 64;
+}
+
+// The rows, then (q8) one float per row of head_dim elements.
+uint64_t bytes_of(const ModelConfig& cfg, uint64_t elems, KVType type) {
+  const uint64_t data = data_bytes_of(elems, type);
+  if (type == KVType::F16) return data;
+  return checked_add(data, checked_mul(elems / static_cast<uint64_t>(cfg.head_dim), sizeof(float), "KV cache"),
+                     "KV cache");
+}
+
+}  // namespace
+
+const char* kv_type_name(KVType t) {
+  switch (t) {
+    case KVType::F16:
+      return "f16";
+    case KVType::Q8:
+      return "q8";
+    case KVType::Q4:
+      return "q4";
+  }
+  return "?";
+}
+
+KVType parse_kv_type(const std::string& name) {
+  if (name == "f16") return KVType::F16;
+  if (name == "q8") return KVType::Q8;
+  fail_as(ErrorCode::InvalidArgument, "unknown KV cache type '", name, "' (f16 or q8)");
+}
+
+uint64_t kv_bytes_per_layer_position(const ModelConfig& cfg, KVType type) {
+  const uint64_t row = static_cast<uint64_t>(cfg.head_dim) * elem_bytes_of(type) + (type == KVType::F16 ? 0 : sizeof(float));
+  return static_cast<uint64_t>(cfg.n_kv_heads) * 2 * row;
+}
+
+uint64_t kv_bytes_per_token(const ModelConfig& cfg, KVType type) {
+  return checked_mul(kv_bytes_per_layer_position(cfg, type), static_cast<uint64_t>(cfg.n_layers), "KV cache");
+}
+
+uint64_t kv_cache_bytes(const ModelConfig& cfg, int n_ctx, KVType type) {
   if (n_ctx < 1) fail("context size ", n_ctx, " must be at least 1");
-  local_slots_ = local_slots_for(cfg, n_ctx);
+  return bytes_of(cfg, elems_of(cfg, n_ctx), type);
+}
+
+KVCache::KVCache(const ModelConfig& cfg, int n_ctx, KVType type)
+    : type_(type),
+      n_kv_heads_(cfg.n_kv_heads),
+      head_dim_(cfg.head_dim),
+      n_ctx_(n_ctx),
+      window_(cfg.sliding_window),
+      elem_bytes_(elem_bytes_of(type)) {
+  if (n_ctx < 1) fail("context size ", n_ctx, " must be at least 1");
+  local_slots_ = local_slots_of(cfg, n_ctx);
   const uint64_t row = static_cast<uint64_t>(n_kv_heads_) * 2 * static_cast<uint64_t>(head_dim_);
   uint64_t elems = 0;
   for (int l = 0; l < cfg.n_layers; ++l) {
     const bool local = cfg.is_local(l);
     const int slots = local ? local_slots_ : n_ctx;
     layers_.push_back({static_cast<size_t>(elems), slots, local});
-    elems = checked_add(elems, checked_mul(row, static_cast<uint64_t>(slots), "KV cache"), "KV cache");
+    elems += row * static_cast<uint64_t>(slots);
   }
-  bytes_ = checked_mul(elems, sizeof(uint16_t), "KV cache");
+  bytes_ = kv_cache_bytes(cfg, n_ctx, type);  // checks the sizes above
   void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) fail("cannot reserve ", bytes_ >> 20, " MiB for the KV cache of ", n_ctx, " tokens");
-  base_ = static_cast<uint16_t*>(p);
-}
-
-int KVCache::local_slots_for(const ModelConfig& cfg, int n_ctx) {
-  // A local layer needs window - 1 earlier positions, the margin and one write.
-  const int window = cfg.sliding_window;
-  return window > 0 ? static_cast<int>(std::min<int64_t>(n_ctx, int64_t{window} - 1 + kRollbackMargin + kMaxWrite)) : n_ctx;
+  data_ = static_cast<uint8_t*>(p);
+  if (type_ != KVType::F16) scales_ = reinterpret_cast<float*>(data_ + data_bytes_of(elems, type_));
 }
 
 KVCache::~KVCache() {
-  if (base_) munmap(base_, bytes_);
+  if (data_) munmap(data_, bytes_);
+}
+
+void KVCache::write(int layer, int kv, int pos, const float* x) {
+  for (int h = 0; h < n_kv_heads_; ++h) {
+    const float* xh = x + static_cast<size_t>(h) * head_dim_;
+    if (type_ == KVType::F16)
+      kernels::f32_to_f16_row(xh, reinterpret_cast<uint16_t*>(row(layer, kv, h, pos)), head_dim_);
+    else
+      kernels::quantize_row_q8(xh, reinterpret_cast<int8_t*>(row(layer, kv, h, pos)), row_scale(layer, kv, h, pos),
+                               head_dim_);
+  }
+}
+
+void KVCache::move_rows(int layer, int dst, int src, int n) {
+  if (n <= 0 || dst == src) return;
+  for (int kv = 0; kv < 2; ++kv)
+    for (int h = 0; h < n_kv_heads_; ++h) {
+      std::memmove(row(layer, kv, h, dst), row(layer, kv, h, src), static_cast<size_t>(n) * row_bytes());
+      if (scales_)
+        std::memmove(row_scale(layer, kv, h, dst), row_scale(layer, kv, h, src), static_cast<size_t>(n) * sizeof(float));
+    }
 }
 
 void KVCache::reserve_append(int n) {
@@ -45,15 +147,8 @@ void KVCache::reserve_append(int n) {
   // Keep the positions still visible to the next queries, and the margin.
   const int keep_from = std::max(local_base_, n_past_ - (window_ - 1) - kRollbackMargin);
   const int keep = n_past_ - keep_from;
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    if (!layers_[l].local) continue;
-    for (int kv = 0; kv < 2; ++kv)
-      for (int h = 0; h < n_kv_heads_; ++h) {
-        uint16_t* dst = base_ + offset(static_cast<int>(l), kv, h, local_base_);
-        const uint16_t* src = base_ + offset(static_cast<int>(l), kv, h, keep_from);
-        std::memmove(dst, src, static_cast<size_t>(keep) * head_dim_ * sizeof(uint16_t));
-      }
-  }
+  for (size_t l = 0; l < layers_.size(); ++l)
+    if (layers_[l].local) move_rows(static_cast<int>(l), local_base_, keep_from, keep);
   local_base_ = keep_from;
 }
 

@@ -1,4 +1,9 @@
-// Key/value cache for incremental decoding, stored as fp16.
+// Key/value cache for incremental decoding, stored as fp16 or, with
+// --kv q8, as int8 with one float scale per row (one token of one KV head:
+// max|x| / 127). A scale per row rather than per block of tokens keeps each
+// row's bytes a function of that row alone: appending, rolling back and the
+// batch invariance of decode, verify and prefill need no block bookkeeping,
+// and the scale costs 4 bytes per head_dim (3% at 128).
 //
 // Memory is reserved for the whole context up front as anonymous virtual
 // memory; pages become resident only when a position is written, so the
@@ -19,11 +24,28 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/config.h"
 
 namespace pocket {
+
+// The element types of the cache (the values are stored in session files).
+enum class KVType : uint32_t { F16 = 1, Q8 = 2, Q4 = 3 };
+const char* kv_type_name(KVType t);
+// "f16" / "q8"; anything else is an error naming the choices.
+KVType parse_kv_type(const std::string& name);
+
+// Bytes one position costs in one layer's cache (K and V of every KV head).
+uint64_t kv_bytes_per_layer_position(const ModelConfig& cfg, KVType type);
+// Bytes one position costs over all layers, as if every layer kept every
+// position (sliding-window layers stop growing at their window: see
+// kv_cache_bytes for the exact reservation of a context).
+uint64_t kv_bytes_per_token(const ModelConfig& cfg, KVType type);
+// Bytes a KVCache of n_ctx positions reserves (what KVCache(cfg, n_ctx, type)
+// maps; pages become resident as positions are written).
+uint64_t kv_cache_bytes(const ModelConfig& cfg, int n_ctx, KVType type);
 
 class KVCache {
  public:
@@ -32,15 +54,13 @@ class KVCache {
   static constexpr int kMaxWrite = 256;
   static constexpr int kRollbackMargin = 64;
 
-  KVCache(const ModelConfig& cfg, int n_ctx);
-  // Positions each sliding-window layer of such a cache holds (n_ctx when
-  // the model has none).
-  static int local_slots_for(const ModelConfig& cfg, int n_ctx);
+  KVCache(const ModelConfig& cfg, int n_ctx, KVType type = KVType::F16);
   ~KVCache();
   KVCache(const KVCache&) = delete;
   KVCache& operator=(const KVCache&) = delete;
 
   int capacity() const { return n_ctx_; }
+  KVType type() const { return type_; }
   int size() const { return n_past_; }
   // Makes room to write positions [size, size + n) (n <= kMaxWrite); call
   // before writing them, then set_size(size + n).
@@ -54,10 +74,28 @@ class KVCache {
   int first_stored(int layer) const { return layers_[layer].local ? local_base_ : 0; }
   // Row `pos` of KV head `head` (head_dim values); rows of a head follow
   // each other. pos in [first_stored(layer), size + pending writes).
-  uint16_t* k(int layer, int head, int pos) { return base_ + offset(layer, 0, head, pos); }
-  uint16_t* v(int layer, int head, int pos) { return base_ + offset(layer, 1, head, pos); }
-  const uint16_t* k(int layer, int head, int pos) const { return base_ + offset(layer, 0, head, pos); }
-  const uint16_t* v(int layer, int head, int pos) const { return base_ + offset(layer, 1, head, pos); }
+  // kv: 0 keys, 1 values. An f16 cache's rows are IEEE halves; a q8
+  // cache's are int8, each with its scale (row_scale, contiguous per head
+  // as the rows are).
+  uint8_t* row(int layer, int kv, int head, int pos) { return data_ + offset(layer, kv, head, pos) * elem_bytes_; }
+  const uint8_t* row(int layer, int kv, int head, int pos) const {
+    return data_ + offset(layer, kv, head, pos) * elem_bytes_;
+  }
+  float* row_scale(int layer, int kv, int head, int pos) { return scales_ + offset(layer, kv, head, pos) / head_dim_; }
+  const float* row_scale(int layer, int kv, int head, int pos) const {
+    return scales_ + offset(layer, kv, head, pos) / head_dim_;
+  }
+  size_t row_bytes() const { return static_cast<size_t>(head_dim_) * elem_bytes_; }  // without the scale
+  // f16 caches only.
+  uint16_t* k(int layer, int head, int pos) { return reinterpret_cast<uint16_t*>(row(layer, 0, head, pos)); }
+  uint16_t* v(int layer, int head, int pos) { return reinterpret_cast<uint16_t*>(row(layer, 1, head, pos)); }
+  const uint16_t* k(int layer, int head, int pos) const { return reinterpret_cast<const uint16_t*>(row(layer, 0, head, pos)); }
+  const uint16_t* v(int layer, int head, int pos) const { return reinterpret_cast<const uint16_t*>(row(layer, 1, head, pos)); }
+  // Stores one token's keys or values (n_kv_heads * head_dim floats) at `pos`.
+  void write(int layer, int kv, int pos, const float* x);
+  // Copies n positions of a layer (K and V of every head, with their
+  // scales) from src to dst; the ranges may overlap.
+  void move_rows(int layer, int dst, int src, int n);
   size_t reserved_bytes() const { return bytes_; }
 
   // Shape, for saved session state (state/session_state.h).
@@ -84,12 +122,15 @@ class KVCache {
     const int slot = L.local ? pos - local_base_ : pos;
     return L.start + ((static_cast<size_t>(kv) * n_kv_heads_ + head) * L.slots + slot) * head_dim_;
   }
+  KVType type_;
   int n_kv_heads_, head_dim_, n_ctx_, window_;
+  size_t elem_bytes_;
   int n_past_ = 0;
   int local_base_ = 0;  // position in slot 0 of every local layer
   int local_slots_ = 0;
   std::vector<LayerSlots> layers_;
-  uint16_t* base_ = nullptr;
+  uint8_t* data_ = nullptr;   // the rows, then the scales (q8)
+  float* scales_ = nullptr;
   size_t bytes_ = 0;
 };
 

@@ -101,7 +101,7 @@ void check_input(std::span<const int32_t> tokens, const Context& ctx, const Mode
 
 }  // namespace
 
-Context::Context(const ModelConfig& cfg, int n_ctx) : cache(cfg, n_ctx) {}
+Context::Context(const ModelConfig& cfg, int n_ctx, KVType kv) : cache(cfg, n_ctx, kv) {}
 
 Model::Model(std::shared_ptr<const ModelFile> file, bool exact_kquants) : file_(std::move(file)), cfg_(file_->config) {
   const ModelFile& f = *file_;
@@ -399,10 +399,8 @@ void Model::qkv_row(int l, float* q, float* k, float* v, const RowPlace& at) con
   }
   kernels::rope(q, c.n_heads, hd, at.pos, c.rope_style, L.inv_freq);
   kernels::rope(k, c.n_kv_heads, hd, at.pos, c.rope_style, L.inv_freq);
-  for (int h = 0; h < c.n_kv_heads; ++h) {
-    kernels::f32_to_f16_row(k + h * hd, at.cache->k(l, h, at.slot), hd);
-    kernels::f32_to_f16_row(v + h * hd, at.cache->v(l, h, at.slot), hd);
-  }
+  at.cache->write(l, 0, at.slot, k);
+  at.cache->write(l, 1, at.slot, v);
 }
 
 // The layer loop of forward_batch with row i belonging to context i: the
@@ -506,7 +504,16 @@ void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool
           }
           ++qs.n;
         }
-      kernels::attention_heads(qs, ctx.cache.k(layer, kvh, stored), ctx.cache.v(layer, kvh, stored), hd, scale, scratch);
+      const KVCache& kv = ctx.cache;
+      if (kv.type() == KVType::F16) {
+        kernels::attention_heads(qs, kv.k(layer, kvh, stored), kv.v(layer, kvh, stored), hd, scale, scratch);
+      } else {
+        const kernels::Q8Rows kq{reinterpret_cast<const int8_t*>(kv.row(layer, 0, kvh, stored)),
+                                 kv.row_scale(layer, 0, kvh, stored)};
+        const kernels::Q8Rows vq{reinterpret_cast<const int8_t*>(kv.row(layer, 1, kvh, stored)),
+                                 kv.row_scale(layer, 1, kvh, stored)};
+        kernels::attention_heads_q8(qs, kq, vq, hd, scale, scratch);
+      }
     }
   });
 }

@@ -37,7 +37,7 @@ struct PackedRows {
 
 // Per-sequence state: the KV cache plus scratch buffers sized for one batch.
 struct Context {
-  Context(const ModelConfig& cfg, int n_ctx);
+  Context(const ModelConfig& cfg, int n_ctx, KVType kv = KVType::F16);
   KVCache cache;
   std::vector<float> x, xn, q, k, v, attn, gate, up, scores;
   int batch_capacity = 0;

@@ -177,6 +177,7 @@ MemoryRequest memory_request(const EngineOptions& o) {
   r.context = o.context;
   r.batch = o.batch;
   r.threads = resolve_threads(o.threads);
+  r.kv = parse_kv_type(o.kv);
   return r;
 }
 }  // namespace
@@ -206,10 +207,11 @@ std::unique_ptr<Engine> Engine::create(std::shared_ptr<const SharedModel> model,
     ctx = plan.context;
     impl->shared->log(LogLevel::Info, cat("memory plan: ", plan.describe(), plan.context_chosen ? " (context chosen)" : ""));
   }
-  impl->session = std::make_unique<Session>(impl->model->model, impl->model->tokenizer, ctx, threads, options.batch);
+  const KVType kv = parse_kv_type(options.kv);
+  impl->session = std::make_unique<Session>(impl->model->model, impl->model->tokenizer, ctx, threads, options.batch, kv);
   impl->threads = threads;
   impl->new_chat();
-  impl->shared->log(LogLevel::Debug, cat("engine created: context ", ctx, " tokens, ", threads, " threads"));
+  impl->shared->log(LogLevel::Debug, cat("engine created: context ", ctx, " tokens, ", threads, " threads, ", kv_type_name(kv), " KV cache"));
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 

@@ -21,7 +21,6 @@ constexpr char kMagic[8] = {'P', 'O', 'C', 'K', 'E', 'T', 'S', 'S'};
 // hasher (formats/content_hash.h, util/hash64.h); version 1 files used an
 // earlier hash and are refused by name.
 constexpr uint32_t kVersion = 2;
-constexpr KVType kCacheType = KVType::F16;  // what KVCache stores today
 
 struct Header {
   uint32_t kv_type, n_layers, n_kv_heads, head_dim, window, vocab, n_ctx, size, local_base, n_cached, n_conv;
@@ -40,22 +39,12 @@ uint64_t rows_bytes(const Header& h, const KVCache& cache) {
     const uint64_t n = cache.is_local(l) ? h.size - h.local_base : h.size;
     rows = checked_add(rows, checked_mul(n, uint64_t{2} * h.n_kv_heads, "state rows"), "state rows");
   }
-  return checked_mul(checked_mul(rows, uint64_t{h.head_dim}, "state rows"), sizeof(uint16_t), "state rows");
+  // Each row: head_dim elements, and its scale when the cache has them.
+  const uint64_t row = cache.row_bytes() + (cache.type() == KVType::F16 ? 0 : sizeof(float));
+  return checked_mul(rows, row, "state rows");
 }
 
 }  // namespace
-
-const char* kv_type_name(KVType t) {
-  switch (t) {
-    case KVType::F16:
-      return "f16";
-    case KVType::Q8:
-      return "q8";
-    case KVType::Q4:
-      return "q4";
-  }
-  return "?";
-}
 
 uint64_t model_fingerprint(const ModelFile& file) { return model_hash(file, file.vocab, HashDepth::Sampled); }
 
@@ -63,7 +52,7 @@ void write_session_state(std::ostream& out, const Model& model, const KVCache& c
   if (state.cached.size() != static_cast<size_t>(cache.size()))
     fail("saving session state: ", state.cached.size(), " cached tokens but the KV cache holds ", cache.size());
   const ModelConfig& cfg = model.config();
-  Header hd{static_cast<uint32_t>(kCacheType), static_cast<uint32_t>(cache.n_layers()),
+  Header hd{static_cast<uint32_t>(cache.type()), static_cast<uint32_t>(cache.n_layers()),
             static_cast<uint32_t>(cache.n_kv_heads()), static_cast<uint32_t>(cache.head_dim()),
             static_cast<uint32_t>(std::max(cfg.sliding_window, 0)), static_cast<uint32_t>(cfg.vocab_size),
             static_cast<uint32_t>(cache.capacity()), static_cast<uint32_t>(cache.size()),
@@ -85,12 +74,16 @@ void write_session_state(std::ostream& out, const Model& model, const KVCache& c
       put(&v, 4);
     put(state.cached.data(), state.cached.size() * sizeof(int32_t));
     put(state.conversation.data(), state.conversation.size() * sizeof(int32_t));
+    const bool scaled = cache.type() != KVType::F16;
     for (int l = 0; l < cache.n_layers(); ++l) {
       const int first = cache.first_stored(l);
-      const size_t n = static_cast<size_t>(cache.size() - first) * cache.head_dim() * sizeof(uint16_t);
-      if (n == 0) continue;
-      for (int h = 0; h < cache.n_kv_heads(); ++h) put(cache.k(l, h, first), n);
-      for (int h = 0; h < cache.n_kv_heads(); ++h) put(cache.v(l, h, first), n);
+      const size_t rows = static_cast<size_t>(cache.size() - first);
+      if (rows == 0) continue;
+      for (int kv = 0; kv < 2; ++kv)
+        for (int h = 0; h < cache.n_kv_heads(); ++h) put(cache.row(l, kv, h, first), rows * cache.row_bytes());
+      if (scaled)
+        for (int kv = 0; kv < 2; ++kv)
+          for (int h = 0; h < cache.n_kv_heads(); ++h) put(cache.row_scale(l, kv, h, first), rows * sizeof(float));
     }
     const uint64_t digest = sum.digest();
     out.write(reinterpret_cast<const char*>(&digest), 8);
@@ -120,9 +113,9 @@ SessionState read_session_state(const uint8_t* data, size_t size, const std::str
     *f = r.u32("header");
 
   if (h.kv_type < 1 || h.kv_type > 3) fail(source, ": unknown KV cache type ", h.kv_type);
-  if (h.kv_type != static_cast<uint32_t>(kCacheType))
+  if (h.kv_type != static_cast<uint32_t>(cache.type()))
     fail(source, ": the state holds a ", kv_type_name(static_cast<KVType>(h.kv_type)), " KV cache; this session's is ",
-         kv_type_name(kCacheType), " (load it with the same --kv)");
+         kv_type_name(cache.type()), " (load it with --kv ", kv_type_name(static_cast<KVType>(h.kv_type)), ")");
   const ModelConfig& cfg = model.config();
   const uint64_t ours = model_fingerprint(model.file());
   if (fingerprint != ours || h.n_layers != static_cast<uint32_t>(cache.n_layers()) ||
@@ -167,18 +160,24 @@ SessionState read_session_state(const uint8_t* data, size_t size, const std::str
   const int size_i = static_cast<int>(h.size);
   const int base = std::max(static_cast<int>(h.local_base), size_i - cache.local_slots());
   cache.restore(size_i, base);  // throws before changing anything when it does not fit
-  const size_t row = static_cast<size_t>(h.head_dim) * sizeof(uint16_t);
+  const bool scaled = cache.type() != KVType::F16;
   for (int l = 0; l < cache.n_layers(); ++l) {
     const bool local = cache.is_local(l);
     const int from = local ? static_cast<int>(h.local_base) : 0;
     const int keep_from = local ? base : 0;
+    if (size_i == from) continue;  // the writer skipped the layer
+    // Rows of [from, size) in the file; those before keep_from are dropped.
+    auto read_rows = [&](void* dst, size_t each, const char* what) {
+      r.skip(static_cast<uint64_t>(keep_from - from) * each, what);
+      const size_t n = static_cast<size_t>(size_i - keep_from) * each;
+      if (n > 0) std::memcpy(dst, r.bytes(n, what), n);
+    };
     for (int kv = 0; kv < 2; ++kv)
-      for (int hh = 0; hh < cache.n_kv_heads(); ++hh) {
-        r.skip(static_cast<uint64_t>(keep_from - from) * row, "KV rows");
-        const size_t n = static_cast<size_t>(size_i - keep_from) * row;
-        uint16_t* dst = kv == 0 ? cache.k(l, hh, keep_from) : cache.v(l, hh, keep_from);
-        std::memcpy(dst, r.bytes(n, "KV rows"), n);
-      }
+      for (int hh = 0; hh < cache.n_kv_heads(); ++hh) read_rows(cache.row(l, kv, hh, keep_from), cache.row_bytes(), "KV rows");
+    if (scaled)
+      for (int kv = 0; kv < 2; ++kv)
+        for (int hh = 0; hh < cache.n_kv_heads(); ++hh)
+          read_rows(cache.row_scale(l, kv, hh, keep_from), sizeof(float), "KV scales");
   }
   return s;
 }

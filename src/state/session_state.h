@@ -4,8 +4,8 @@
 //
 // A state file holds the tokens whose keys/values are cached, the
 // conversation's tokens (chat: they may run past the cache by the tokens
-// that close the last reply), and the KV cache rows as stored (fp16 now; a
-// quantized cache would be written in its own type), with the model's
+// that close the last reply), and the KV cache rows as stored (fp16, or
+// int8 rows and their float scales: q8 stays q8), with the model's
 // fingerprint, the KV type and the cache shape. Reading checks every size
 // against the file and a checksum over the whole file before it touches the
 // cache: another model, another KV type, a context too small for the saved
@@ -16,7 +16,10 @@
 // vocab_size, saved context, size, local_base, n_cached, n_conversation;
 // int32 cached tokens, int32 conversation tokens; per layer, K then V, per
 // KV head, the rows of positions [first stored, size) (head_dim values
-// each); u64 checksum of everything before it.
+// each), then for q8 the rows' float scales in the same order (K then V, per
+// KV head); u64 checksum of everything before it. The KV type (KVType in
+// model/kv_cache.h) is the cache's own: a state loads only into a cache of
+// the same type.
 #pragma once
 #include <cstdint>
 #include <iosfwd>
@@ -24,14 +27,11 @@
 #include <vector>
 
 #include "formats/model_file.h"
-#include "model/kv_bytes.h"
 #include "model/kv_cache.h"
 
 namespace pocket {
 
 class Model;
-
-const char* kv_type_name(KVType t);  // KVType: model/kv_bytes.h
 
 // Identifies a model's content without reading all of it: Pocket's model
 // hasher at HashDepth::Sampled (formats/content_hash.h: the config, every

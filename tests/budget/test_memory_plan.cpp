@@ -24,7 +24,7 @@ TEST(MemoryPlan, KvBytesAreWhatTheCacheReserves) {
     for (int n : {1, 64, 300, 1000}) {
       if (n > cfg.max_seq_len) continue;
       KVCache cache(cfg, n);
-      EXPECT_EQ(kv_cache_bytes(cfg, KVType::F16, n), cache.reserved_bytes()) << preset << " at " << n;
+      EXPECT_EQ(kv_cache_bytes(cfg, n, KVType::F16), cache.reserved_bytes()) << preset << " at " << n;
     }
     EXPECT_EQ(kv_bytes_per_token(cfg, KVType::F16), 4ull * cfg.n_layers * cfg.kv_dim()) << preset;
   }

@@ -72,24 +72,25 @@ TEST(Attention, ScalarMatchesFormulaWithCausalLengths) {
   }
 }
 
-// Tolerance: float reassociation over head_dim and n_ctx terms plus the
-// polynomial exp, relative 2e-5 of the output scale (values are O(1)).
-TEST(Attention, EveryIsaMatchesScalar) {
-  const std::vector<Case> cases = {
-      {128, 2, 1},   {128, 2, 512}, {128, 16, 97}, {128, 1, 65}, {128, 3, 64}, {64, 8, 130}, {24, 5, 9},
-      {8, 2, 3},     {40, 7, 200},  {4, 3, 11},    {16, 16, 1},  {128, 4, 63},
-  };
+// Every level against the scalar twin on `cases`: run(table, inputs,
+// scratch) calls one table's kernel. Tolerance: float reassociation over
+// head_dim and n_ctx terms plus the polynomial exp, relative 2e-5 of the
+// output scale (values are O(1)). `windows` gives some queries a sliding
+// window.
+template <class Run>
+void expect_every_isa_matches_scalar(const std::vector<Case>& cases, uint64_t seed, bool windows, Run run) {
   for (Isa isa : supported_isas()) {
     if (isa == Isa::Scalar) continue;
-    const KernelTable& t = kernel_table(isa);
     for (const Case& c : cases) {
       for (int per_token : {1, 2}) {
         SCOPED_TRACE(testing::Message() << isa_name(isa) << " head_dim " << c.head_dim << " n_q " << c.n_q << " base "
                                         << c.base_ctx << " per_token " << per_token);
-        Inputs a(c, per_token, 10 + c.head_dim + c.n_q), b(c, per_token, 10 + c.head_dim + c.n_q);
+        Inputs a(c, per_token, seed + c.head_dim + c.n_q), b(c, per_token, seed + c.head_dim + c.n_q);
+        if (windows)
+          for (int j = 0; j < c.n_q; ++j) a.qs.first[j] = b.qs.first[j] = (j * 5) % c.base_ctx;
         std::vector<float> s1(static_cast<size_t>(c.n_q) * a.max_ctx), s2(s1.size());
-        t.attention_heads(a.qs, a.k.data(), a.v.data(), c.head_dim, 0.09f, s1.data());
-        kernel_table(Isa::Scalar).attention_heads(b.qs, b.k.data(), b.v.data(), c.head_dim, 0.09f, s2.data());
+        run(kernel_table(isa), a, s1.data());
+        run(kernel_table(Isa::Scalar), b, s2.data());
         for (int j = 0; j < c.n_q; ++j)
           for (int d = 0; d < c.head_dim; ++d)
             ASSERT_NEAR(a.out[j][d], b.out[j][d], 2e-5f * (1.0f + std::fabs(b.out[j][d])))
@@ -97,6 +98,94 @@ TEST(Attention, EveryIsaMatchesScalar) {
       }
     }
   }
+}
+
+TEST(Attention, EveryIsaMatchesScalar) {
+  const std::vector<Case> cases = {
+      {128, 2, 1},   {128, 2, 512}, {128, 16, 97}, {128, 1, 65}, {128, 3, 64}, {64, 8, 130}, {24, 5, 9},
+      {8, 2, 3},     {40, 7, 200},  {4, 3, 11},    {16, 16, 1},  {128, 4, 63},
+  };
+  expect_every_isa_matches_scalar(cases, 10, false, [](const KernelTable& t, Inputs& in, float* scratch) {
+    t.attention_heads(in.qs, in.k.data(), in.v.data(), static_cast<int>(in.q[0].size()), 0.09f, scratch);
+  });
+}
+
+// --kv q8: the same inputs as int8 rows with a scale each.
+struct Q8Inputs {
+  std::vector<int8_t> k, v;
+  std::vector<float> ks, vs;
+  Q8Inputs(const Inputs& in, int head_dim) {
+    const size_t rows = in.k.size() / head_dim;
+    k.resize(in.k.size()), v.resize(in.v.size()), ks.resize(rows), vs.resize(rows);
+    std::vector<float> row(head_dim);
+    for (size_t t = 0; t < rows; ++t) {
+      for (int d = 0; d < head_dim; ++d) row[d] = f16_to_f32(in.k[t * head_dim + d]);
+      quantize_row_q8(row.data(), &k[t * head_dim], &ks[t], head_dim);
+      for (int d = 0; d < head_dim; ++d) row[d] = f16_to_f32(in.v[t * head_dim + d]);
+      quantize_row_q8(row.data(), &v[t * head_dim], &vs[t], head_dim);
+    }
+  }
+  Q8Rows krows() const { return {k.data(), ks.data()}; }
+  Q8Rows vrows() const { return {v.data(), vs.data()}; }
+};
+
+TEST(Attention, QuantizeRowQ8RoundsToTheNearestStep) {
+  Rng rng(3);
+  for (int n : {1, 8, 24, 128}) {
+    std::vector<float> x(n);
+    for (auto& e : x) e = rng.uniform(-3.0f, 3.0f);
+    x[n / 2] = -4.0f;  // the largest magnitude maps to -127
+    std::vector<int8_t> y(n);
+    float scale = 0;
+    quantize_row_q8(x.data(), y.data(), &scale, n);
+    EXPECT_FLOAT_EQ(scale, 4.0f / 127.0f);
+    EXPECT_EQ(y[n / 2], -127);
+    for (int i = 0; i < n; ++i) EXPECT_LE(std::fabs(y[i] * scale - x[i]), scale * 0.5f + 1e-6f) << i;
+  }
+  std::vector<float> zero(16, 0.0f);
+  std::vector<int8_t> y(16, 5);
+  float scale = 1;
+  quantize_row_q8(zero.data(), y.data(), &scale, 16);
+  EXPECT_EQ(scale, 0.0f);
+  for (int8_t e : y) EXPECT_EQ(e, 0);
+}
+
+TEST(Attention, ScalarQ8MatchesFormulaWithWindows) {
+  const Case c{24, 6, 9};
+  Inputs in(c, 2, 2);
+  for (int j = 0; j < c.n_q; ++j) in.qs.first[j] = j % 3;  // a sliding window on some queries
+  Q8Inputs q8(in, c.head_dim);
+  std::vector<float> scratch(static_cast<size_t>(c.n_q) * in.max_ctx);
+  const float scale = 0.2f;
+  kernel_table(Isa::Scalar).attention_heads_q8(in.qs, q8.krows(), q8.vrows(), c.head_dim, scale, scratch.data());
+  for (int j = 0; j < c.n_q; ++j) {
+    const int a = in.qs.first[j], n = in.qs.n_ctx[j];
+    std::vector<double> p(n);
+    double mx = -1e300, z = 0;
+    for (int t = a; t < n; ++t) {
+      double dot = 0;
+      for (int d = 0; d < c.head_dim; ++d) dot += double(in.q[j][d]) * q8.k[t * c.head_dim + d] * q8.ks[t];
+      p[t] = dot * scale;
+      mx = std::max(mx, p[t]);
+    }
+    for (int t = a; t < n; ++t) z += (p[t] = std::exp(p[t] - mx));
+    for (int d = 0; d < c.head_dim; ++d) {
+      double o = 0;
+      for (int t = a; t < n; ++t) o += p[t] / z * q8.v[t * c.head_dim + d] * q8.vs[t];
+      EXPECT_NEAR(in.out[j][d], o, 1e-5) << "query " << j << " column " << d;
+    }
+  }
+}
+
+// The same tolerance as for fp16 rows (the int8 values convert exactly).
+TEST(Attention, EveryIsaMatchesScalarQ8) {
+  const std::vector<Case> cases = {{128, 2, 1}, {128, 2, 512}, {128, 16, 97}, {64, 8, 130}, {24, 5, 9},
+                                   {8, 2, 3},   {40, 7, 200},  {4, 3, 11},   {128, 4, 63}};
+  expect_every_isa_matches_scalar(cases, 20, true, [](const KernelTable& t, Inputs& in, float* scratch) {
+    const int hd = static_cast<int>(in.q[0].size());
+    Q8Inputs q8(in, hd);
+    t.attention_heads_q8(in.qs, q8.krows(), q8.vrows(), hd, 0.09f, scratch);
+  });
 }
 
 }  // namespace

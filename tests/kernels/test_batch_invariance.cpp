@@ -68,19 +68,38 @@ TEST(BatchInvariance, AttentionQueryDoesNotDependOnItsCompanions) {
           all.out[j] = out_all.data() + j * hd;
           all.n_ctx[j] = base + j / 2;  // two query heads per token
         }
-        kernel_table(isa).attention_heads(all, k.data(), v.data(), hd, 0.1f, scratch.data());
-        for (int j = 0; j < n_q; ++j) {
-          AttentionQueries one;
-          one.n = 1;
-          one.q[0] = all.q[j];
-          one.out[0] = out_one.data();
-          one.n_ctx[0] = all.n_ctx[j];
-          kernel_table(isa).attention_heads(one, k.data(), v.data(), hd, 0.1f, scratch.data());
-          if (std::memcmp(out_one.data(), all.out[j], hd * sizeof(float)) != 0) {
-            int d = 0;
-            while (out_one[d] == all.out[j][d]) ++d;
-            ADD_FAILURE() << "query " << j << " differs at " << d << ": " << out_one[d] << " vs " << all.out[j][d];
-            break;
+        // The same rows as an int8 cache (--kv q8).
+        std::vector<int8_t> k8(k.size()), v8(v.size());
+        std::vector<float> ks(max_ctx), vs(max_ctx), row(hd);
+        for (int t = 0; t < max_ctx; ++t) {
+          for (int d = 0; d < hd; ++d) row[d] = f16_to_f32(k[t * hd + d]);
+          quantize_row_q8(row.data(), &k8[t * hd], &ks[t], hd);
+          for (int d = 0; d < hd; ++d) row[d] = f16_to_f32(v[t * hd + d]);
+          quantize_row_q8(row.data(), &v8[t * hd], &vs[t], hd);
+        }
+        for (bool q8 : {false, true}) {
+          SCOPED_TRACE(q8 ? "q8" : "f16");
+          auto run = [&](const AttentionQueries& qs) {
+            if (q8)
+              kernel_table(isa).attention_heads_q8(qs, {k8.data(), ks.data()}, {v8.data(), vs.data()}, hd, 0.1f,
+                                                   scratch.data());
+            else
+              kernel_table(isa).attention_heads(qs, k.data(), v.data(), hd, 0.1f, scratch.data());
+          };
+          run(all);
+          for (int j = 0; j < n_q; ++j) {
+            AttentionQueries one;
+            one.n = 1;
+            one.q[0] = all.q[j];
+            one.out[0] = out_one.data();
+            one.n_ctx[0] = all.n_ctx[j];
+            run(one);
+            if (std::memcmp(out_one.data(), all.out[j], hd * sizeof(float)) != 0) {
+              int d = 0;
+              while (out_one[d] == all.out[j][d]) ++d;
+              ADD_FAILURE() << "query " << j << " differs at " << d << ": " << out_one[d] << " vs " << all.out[j][d];
+              break;
+            }
           }
         }
       }

@@ -20,6 +20,7 @@ namespace {
 struct Case {
   std::string preset;
   DType type;
+  KVType kv = KVType::F16;
 };
 
 class BatchInvariance : public ::testing::TestWithParam<Case> {};
@@ -27,9 +28,9 @@ class BatchInvariance : public ::testing::TestWithParam<Case> {};
 // Runs `tokens` after a `head`-token prefill, in blocks of the given sizes
 // (cycled), and returns every row's logits after the prefill.
 std::vector<float> run_in_blocks(const Model& model, ThreadPool& pool, const std::vector<int32_t>& tokens, int head,
-                                 std::initializer_list<int> sizes) {
+                                 std::initializer_list<int> sizes, KVType kv) {
   const int V = model.config().vocab_size, n = static_cast<int>(tokens.size());
-  Context ctx(model.config(), 256);
+  Context ctx(model.config(), 256, kv);
   std::vector<float> out(static_cast<size_t>(n - head) * V);
   std::vector<float> scratch(V);
   model.forward(std::span(tokens.data(), head), ctx, pool, scratch.data());
@@ -60,15 +61,15 @@ TEST_P(BatchInvariance, DecodeVerifyAndPrefillLogitsAreBitIdentical) {
   const int V = model.config().vocab_size, head = 5, n = 5 + 24;
   auto tokens = test::some_tokens(n, V, 3);
   ThreadPool pool(test::emulated() ? 1 : 2);  // (results do not depend on it; threads crawl under qemu)
-  const auto decode = run_in_blocks(model, pool, tokens, head, {1});
+  const auto decode = run_in_blocks(model, pool, tokens, head, {1}, c.kv);
   // Verify blocks of several sizes, including 17 (more queries than one
   // attention task takes).
-  const auto verify = run_in_blocks(model, pool, tokens, head, {4, 2, 8, 3, 1, 5});
-  const auto verify17 = run_in_blocks(model, pool, tokens, head, {17, 7});
+  const auto verify = run_in_blocks(model, pool, tokens, head, {4, 2, 8, 3, 1, 5}, c.kv);
+  const auto verify17 = run_in_blocks(model, pool, tokens, head, {17, 7}, c.kv);
   // The prompt itself as one prefill batch (rows of every position).
   std::vector<float> prefill(static_cast<size_t>(n) * V);
   {
-    Context ctx(model.config(), 256);
+    Context ctx(model.config(), 256, c.kv);
     model.forward(tokens, ctx, pool, prefill.data(), true);
     prefill.erase(prefill.begin(), prefill.begin() + static_cast<ptrdiff_t>(head) * V);
   }
@@ -83,8 +84,13 @@ TEST_P(BatchInvariance, DecodeVerifyAndPrefillLogitsAreBitIdentical) {
 INSTANTIATE_TEST_SUITE_P(
     Models, BatchInvariance,
     ::testing::Values(Case{"tiny-llama", DType::F32}, Case{"tiny-qwen3", DType::F16}, Case{"tiny-qwen3", DType::Q8_0},
-                      Case{"tiny-qwen3", DType::PQ4}, Case{"tiny-llama", DType::PQ8}, Case{"tiny-gemma3", DType::PQ4}),
-    [](const auto& info) { return info.param.preset.substr(5) + "_" + std::string(dtype_name(info.param.type)); });
+                      Case{"tiny-qwen3", DType::PQ4}, Case{"tiny-llama", DType::PQ8}, Case{"tiny-gemma3", DType::PQ4},
+                      // the int8 KV cache (--kv q8), with and without sliding-window layers
+                      Case{"tiny-qwen3", DType::PQ4, KVType::Q8}, Case{"tiny-gemma3", DType::PQ4, KVType::Q8}),
+    [](const auto& info) {
+      return info.param.preset.substr(5) + "_" + std::string(dtype_name(info.param.type)) +
+             (info.param.kv == KVType::F16 ? "" : "_kv_" + std::string(kv_type_name(info.param.kv)));
+    });
 
 }  // namespace
 }  // namespace pocket

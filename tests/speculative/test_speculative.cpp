@@ -134,9 +134,9 @@ std::vector<std::vector<int32_t>> prompts(const LoadedModel& m, int count) {
 
 // Under qemu (test.sh's no-avx512 and aarch64 stages, which run this per
 // kernel level) fewer prompts and block sizes: the kernels are what differs.
-void check_model_greedy(const LoadedModel& m, int n_prompts, int n_tokens) {
+void check_model_greedy(const LoadedModel& m, int n_prompts, int n_tokens, KVType kv = KVType::F16) {
   const bool emulated = test::emulated();
-  Session s(m.model, m.tokenizer, 256, emulated ? 1 : 2);  // threads spin badly under qemu
+  Session s(m.model, m.tokenizer, 256, emulated ? 1 : 2, /*batch=*/0, kv);  // threads spin badly under qemu
   int drafted = 0, accepted = 0;
   const std::vector<int> blocks = emulated ? std::vector<int>{4, 32} : std::vector<int>{1, 4, 16, 32};
   if (emulated) n_prompts = std::min(n_prompts, 4);
@@ -169,6 +169,12 @@ void check_model_greedy(const LoadedModel& m, int n_prompts, int n_tokens) {
 TEST(Speculative, GreedyMatchesPlainOnStories) { check_model_greedy(stories(), 12, 40); }
 
 TEST(Speculative, GreedyMatchesPlainOnSyntheticQwen3) { check_model_greedy(synthetic_qwen3(), 8, 24); }
+
+// The int8 KV cache keeps batch invariance: verify blocks, rollback of
+// rejected drafts and plain decoding agree token for token.
+TEST(Speculative, GreedyMatchesPlainWithQ8Cache) {
+  check_model_greedy(stories(), test::emulated() ? 2 : 6, 32, KVType::Q8);
+}
 
 TEST(Speculative, GreedyMatchesPlainOnPocketMini) {
   if (!std::filesystem::exists(mini_path())) GTEST_SKIP() << "models/pocket-mini.pq4 is not in the tree";

@@ -90,12 +90,15 @@ struct WindowModel {
 
 int argmax(const std::vector<float>& v) { return static_cast<int>(std::max_element(v.begin(), v.end()) - v.begin()); }
 
-TEST(SessionState, SlidingWindowCacheRestoresBitExact) {
+// For each KV type: the file holds the cache as stored (a q8 state is q8,
+// about half the size) and restores bit for bit.
+void check_window_restore(KVType kv) {
+  SCOPED_TRACE(kv_type_name(kv));
   WindowModel wm(1);
   const Model& model = *wm.model;
   const ModelConfig& cfg = model.config();
   ThreadPool pool(2);
-  Context a(cfg, 512);
+  Context a(cfg, 512, kv);
   test::Rng rng(7);
   std::vector<int32_t> prompt(400);
   for (auto& t : prompt) t = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(cfg.vocab_size));
@@ -107,8 +110,9 @@ TEST(SessionState, SlidingWindowCacheRestoresBitExact) {
   test::TempDir dir;
   const std::string path = dir.file("window.state");
   save_session_state(path, model, a.cache, {prompt, {}});
+  const size_t file_size = read_file(path).size();
 
-  Context b(cfg, 512);
+  Context b(cfg, 512, kv);
   SessionState s = load_session_state(path, model, b.cache);
   EXPECT_EQ(s.cached, prompt);
   EXPECT_EQ(b.cache.size(), 400);
@@ -125,7 +129,27 @@ TEST(SessionState, SlidingWindowCacheRestoresBitExact) {
     ta = argmax(logits);
     tb = argmax(lb);
   }
+  if (kv == KVType::Q8) {
+    // int8 rows plus one float per row of head_dim (32 here) against fp16.
+    Context f16(cfg, 512);
+    model.forward(prompt, f16, pool, logits.data());
+    const std::string f16_path = dir.file("window-f16.state");
+    save_session_state(f16_path, model, f16.cache, {prompt, {}});
+    EXPECT_LT(file_size, read_file(f16_path).size() * 6 / 10);
+    // A q8 state never loads into an f16 cache (or the other way round).
+    Context other(cfg, 512);
+    std::string err = error_of([&] { load_session_state(path, model, other.cache); });
+    EXPECT_NE(err.find("holds a q8 KV cache; this session's is f16"), std::string::npos) << err;
+    EXPECT_EQ(other.cache.size(), 0);
+    Context q8(cfg, 512, KVType::Q8);
+    err = error_of([&] { load_session_state(f16_path, model, q8.cache); });
+    EXPECT_NE(err.find("holds a f16 KV cache; this session's is q8"), std::string::npos) << err;
+  }
 }
+
+TEST(SessionState, SlidingWindowCacheRestoresBitExact) { check_window_restore(KVType::F16); }
+TEST(SessionState, SlidingWindowQ8CacheRestoresBitExact) { check_window_restore(KVType::Q8); }
+
 
 TEST(SessionState, BadFilesGiveOneClearErrorAndLeaveTheCache) {
   WindowModel wm(1), other(2);
@@ -261,7 +285,35 @@ TEST(SessionState, EngineAndCApiSaveAndLoad) {
   EXPECT_EQ(pocket_session_load_state(cs, dir.file("missing.state").c_str()), POCKET_ERR_FAILED);
   EXPECT_NE(std::string(pocket_last_error()).find("missing.state"), std::string::npos) << pocket_last_error();
   pocket_session_close(cs);
+
+  // kv_cache = "q8": its f16 state is refused by name; a bad type fails the open.
+  pocket_session_options so;
+  pocket_session_options_init(&so);
+  so.kv_cache = "q8";
+  ASSERT_EQ(pocket_session_open(cm, &so, &cs), POCKET_OK) << pocket_last_error();
+  EXPECT_EQ(pocket_session_load_state(cs, path.c_str()), POCKET_ERR_FAILED);
+  EXPECT_NE(std::string(pocket_last_error()).find("this session's is q8"), std::string::npos) << pocket_last_error();
+  EXPECT_EQ(pocket_session_save_state(cs, dir.file("q8.state").c_str()), POCKET_OK) << pocket_last_error();
+  pocket_session_close(cs);
+  so.kv_cache = "q3";
+  EXPECT_EQ(pocket_session_open(cm, &so, &cs), POCKET_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(pocket_last_error()).find("unknown KV cache type 'q3'"), std::string::npos) << pocket_last_error();
   pocket_model_close(cm);
+
+  // The C++ API's q8 engine continues a q8 state exactly; an f16 engine refuses it.
+  EngineOptions q8;
+  q8.kv = "q8";
+  auto c = Engine::open(test::stories_model(), q8);
+  c->chat("Once upon a time", opt);
+  const std::string q8_path = dir.file("engine-q8.state");
+  c->save_state(q8_path);
+  const std::string next = c->chat("The cat", opt);
+  auto d = Engine::open(test::stories_model(), q8);
+  d->load_state(q8_path);
+  EXPECT_EQ(d->chat("The cat", opt), next);
+  auto e = Engine::open(test::stories_model());
+  const std::string err = error_of([&] { e->load_state(q8_path); });
+  EXPECT_NE(err.find("holds a q8 KV cache; this session's is f16"), std::string::npos) << err;
 }
 
 }  // namespace
