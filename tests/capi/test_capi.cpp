@@ -343,7 +343,7 @@ TEST(CApi, StructLayoutsAreFrozen) {
   EXPECT_EQ(offsetof(pocket_session_options, mem_budget_mb), 24u);  // appended: memory budget
   EXPECT_EQ(offsetof(pocket_session_options, batch), 28u);
   EXPECT_EQ(offsetof(pocket_session_options, kv_cache), 32u);  // appended: KV cache type
-  EXPECT_EQ(sizeof(pocket_session_options), 32u);
+  EXPECT_EQ(sizeof(pocket_session_options), 40u);
   EXPECT_EQ(offsetof(pocket_generate_options, max_tokens), 4u);
   EXPECT_EQ(offsetof(pocket_generate_options, temperature), 8u);
   EXPECT_EQ(offsetof(pocket_generate_options, top_k), 12u);
