@@ -44,6 +44,10 @@ std::vector<Model> models(const pocket::test::TempDir& dir) {
 }
 
 TEST(BudgetCli, PeakStaysWithinTheBudgetFromTightToLoose) {
+  // Under qemu the peak cannot be compared (the emulator's own memory) and
+  // filling every context emulated took over 10 minutes; the plan and the
+  // choice of context do not depend on the ISA.
+  POCKET_SKIP_WHEN_EMULATED("fills whole contexts through the CLI; the release stage runs it");
   pocket::test::TempDir dir;
   for (const Model& m : models(dir)) {
     SCOPED_TRACE(m.name);
@@ -71,7 +75,7 @@ TEST(BudgetCli, PeakStaysWithinTheBudgetFromTightToLoose) {
       EXPECT_NE(r.out.find("stop: context full"), std::string::npos) << r.out;
       const double peak = number_after(r.out, R"(\[memory: peak \+([0-9.]+) MiB)");
       ASSERT_GE(peak, 0) << r.out;
-      if (!kSanitized && !pocket::test::emulated()) EXPECT_LE(peak, budget) << r.out;
+      if (!kSanitized) EXPECT_LE(peak, budget) << r.out;
     }
   }
 }
