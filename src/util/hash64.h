@@ -21,6 +21,7 @@ class Hash64 {
               seed ^ 0x082EFA98EC4E6C89ull} {}
 
   void update(const void* data, size_t n) {
+    if (n == 0) return;  // data may be null then (an empty vector's data()): memcpy must not see it
     const auto* b = static_cast<const uint8_t*>(data);
     len_ += n;
     if (fill_ > 0) {
