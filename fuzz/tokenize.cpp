@@ -7,7 +7,8 @@
 // loaded once per process; the ids are decoded in full, token by token
 // (token_bytes, display_piece) and by the streaming decoder. Checked (the
 // contract in tokenizer.h): for the byte-level tokenizer
-// decode(encode(s)) == NFC(s) for any byte string; the streaming decoder
+// NFC(decode(encode(s))) == NFC(s) for any byte string (added tokens are
+// matched before NFC); the streaming decoder
 // emits only valid UTF-8; for tok512, decode(encode(s)) == s when s has no
 // "▁" (which decodes to a space), no NUL and is valid UTF-8 (both checks
 // without BOS, whose text decode() emits).
@@ -21,12 +22,14 @@ bool valid_utf8(std::string_view s) {
   return pocket::unicode::complete_utf8_prefix(s, &tail) == s.size();
 }
 
+// `normalize_back`: compare NFC(decode(...)) rather than decode(...) itself.
 void check(const pocket::Tokenizer& tok, std::string_view text, const pocket::EncodeOptions& eo, const char* name,
-           const std::string* expect) {
+           const std::string* expect, bool normalize_back = false) {
   using namespace pocket;
   const std::vector<int32_t> ids = tok.encode(text, eo);
   const std::string back = tok.decode(ids);
-  if (expect && back != *expect) fuzz::finding(cat(name, ": decode(encode(text)) != expected text"));
+  if (expect && (normalize_back ? unicode::nfc(back) : back) != *expect)
+    fuzz::finding(cat(name, ": decode(encode(text)) != expected text"));
   std::string streamed;
   StreamDecoder sd(tok);
   for (int32_t id : ids) {
@@ -54,7 +57,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string nfc = unicode::nfc(text);
   // decode() emits a BOS token's text, so the round trip holds without one.
   const bool qwen_bos = eo.add_bos && qwen.vocab().bos_id >= 0;
-  check(qwen, text, eo, "qwen3", qwen_bos ? nullptr : &nfc);
+  // The text is split at matched added tokens before NFC (as Hugging Face
+  // does), so a combining mark right after "<|file_sep|>" stays a code point
+  // of its own instead of composing with the ">" into U+226F: the decoded
+  // text equals NFC(text) only after NFC itself.
+  check(qwen, text, eo, "qwen3", qwen_bos ? nullptr : &nfc, true);
   const bool sp_round_trip = !eo.allow_special && !eo.add_bos && valid_utf8(text) &&
                              text.find("\xe2\x96\x81") == std::string_view::npos &&
                              text.find('\0') == std::string_view::npos;

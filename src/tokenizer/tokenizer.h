@@ -8,7 +8,10 @@
 //    text). Otherwise their text is tokenized like any other text, as Hugging
 //    Face does with encode_special_tokens. User-defined added tokens (not
 //    special, e.g. Qwen3's "<tool_call>") are always matched, in both modes,
-//    as Hugging Face and llama.cpp do.
+//    as Hugging Face and llama.cpp do. The text is split at matched added
+//    tokens first and each part is normalized (NFC) on its own, as Hugging
+//    Face does, so a combining mark never composes with an added token's
+//    last character.
 //  * Invalid UTF-8: every byte that is not part of a well-formed UTF-8
 //    sequence is treated as one code point of its own that belongs to no
 //    Unicode category (like a symbol) and is never changed by NFC. Byte-level

@@ -70,6 +70,25 @@ TEST(Tokenizer, SpecialTokensArePlainTextByDefault) {
   EXPECT_EQ(tok->token_bytes(*tok->token_id("<think>")), "<think>");
 }
 
+// Found by fuzz_tokenize (docs/reliability.md): the text is split at matched
+// added tokens before NFC, as Hugging Face does (ids checked with tokenizers
+// 0.21.1), so U+0338 after a matched "<|im_end|>" or "<|file_sep|>" (a
+// user-defined token, matched in both modes) does not compose with the ">"
+// into U+226F. Unmatched, "<|im_end|>" is text and is normalized with the rest.
+TEST(Tokenizer, NfcDoesNotReachAcrossMatchedAddedTokens) {
+  auto tok = qwen3();
+  const std::string im_end = "<|im_end|>\xCC\xB8" "2";
+  EXPECT_EQ(tok->encode(im_end, {.allow_special = true}), (std::vector<int32_t>{151645, 136, 116, 17}));
+  EXPECT_EQ(tok->encode(im_end), (std::vector<int32_t>{27, 91, 318, 6213, 91, 58994, 107, 17}));
+  EXPECT_EQ(tok->decode(tok->encode(im_end)), unicode::nfc(im_end));
+  EXPECT_NE(unicode::nfc(im_end), im_end) << "\">\" + U+0338 should compose";
+  const std::string file_sep = "<|file_sep|>\xCC\xB8" "2";
+  const std::vector<int32_t> want = {151664, 136, 116, 17};
+  EXPECT_EQ(tok->encode(file_sep), want);
+  EXPECT_EQ(tok->encode(file_sep, {.allow_special = true}), want);
+  EXPECT_EQ(tok->decode(want), file_sep);
+}
+
 TEST(Tokenizer, InvalidUtf8IsEncodedAsRawBytes) {
   auto tok = qwen3();
   for (const std::string& bad : {std::string("abc\xFF"), std::string("\xE4\xB8 x"), std::string("\xC0\x80\xED\xA0\x80"),
