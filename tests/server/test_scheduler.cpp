@@ -282,22 +282,22 @@ TEST(ServerScheduler, ConstrainedAndPlainRequestsShareABatch) {
     std::shared_ptr<const constrain::Constraint> constraint;
     float temperature;
     void (*check)(const std::string&);
-    bool bounded;  // the schema bounds the output well under kMax tokens
+    bool bounded;    // the schema bounds the output well under max_tokens
+    int max_tokens;  // small for the free rows: they only need to share the steps
   };
   auto any_json = [](const std::string& t) { EXPECT_TRUE(nlohmann::json::accept(t)) << t; };
   const Case cases[] = {
-      {"Once upon a time", compiled(kPersonSchema), 0.0f, expect_person, true},
-      {"The cat", compiled(kTagsSchema), 0.0f, expect_tags, true},
-      {"Lily and Ben", compiled(kPersonSchema), 1.0f, expect_person, true},  // sampled: arbitrary tokens
-      {"The dog", compiled(nullptr), 0.0f, any_json, false},                 // json_object
-      {"Once upon a time", nullptr, 0.0f, nullptr, false},
-      {"A bird", nullptr, 0.0f, nullptr, false},
+      {"Once upon a time", compiled(kPersonSchema), 0.0f, expect_person, true, 120},
+      {"The cat", compiled(kTagsSchema), 0.0f, expect_tags, true, 120},
+      {"Lily and Ben", compiled(kPersonSchema), 1.0f, expect_person, true, 120},  // sampled: arbitrary tokens
+      {"The dog", compiled(nullptr), 0.0f, any_json, false, 40},                  // json_object
+      {"Once upon a time", nullptr, 0.0f, nullptr, false, 24},
+      {"A bird", nullptr, 0.0f, nullptr, false, 24},
   };
-  constexpr int kMax = 120;
   Scheduler sched(m.model, m.tokenizer, options(6));
   std::vector<std::shared_ptr<Job>> jobs;
   for (const Case& c : cases) {
-    JobParams p = greedy(encode(c.prompt), kMax);
+    JobParams p = greedy(encode(c.prompt), c.max_tokens);
     p.sampling.temperature = c.temperature;
     p.sampling.seed = 7;
     p.constraint = c.constraint;
@@ -313,10 +313,12 @@ TEST(ServerScheduler, ConstrainedAndPlainRequestsShareABatch) {
       EXPECT_EQ(out.finish_reason, "stop") << c.prompt << ": " << text;
     }
     if (c.constraint && out.finish_reason == "stop") c.check(text);
-    if (c.temperature > 0) continue;
+    // The reference runs cost as much again; under emulation the batch's
+    // bit-exactness per ISA is the batch-invariance tests' job.
+    if (c.temperature > 0 || test::emulated()) continue;
     Session alone(m.model, m.tokenizer, 256, 1);
     GenerateOptions go;
-    go.max_tokens = kMax;
+    go.max_tokens = c.max_tokens;
     go.sampling.temperature = 0;
     go.constraint = c.constraint;
     GenerateResult want = alone.generate(encode(c.prompt), go);
