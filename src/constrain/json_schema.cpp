@@ -476,9 +476,12 @@ class SchemaCompiler {
     return from_regex(integer_range_regex(lo, hi), "integer");
   }
 
+  // A JSON number whose value is finite as a double, as parsers need (JSON
+  // itself has no limit; "2e414" parses to inf or fails): at most 16
+  // integer digits and a two-digit exponent keep |x| below 1e115.
   Elem number_elem() {
     if (number_ < 0) {
-      Elem e = from_regex("-?(?:0|[1-9][0-9]{0,15})(?:\\.[0-9]{1,16})?(?:[eE][+-]?[0-9]{1,3})?", "number");
+      Elem e = from_regex("-?(?:0|[1-9][0-9]{0,15})(?:\\.[0-9]{1,16})?(?:[eE][+-]?[0-9]{1,2})?", "number");
       number_ = e.is_ref ? e.index : -1;
       if (number_ < 0) return e;
     }

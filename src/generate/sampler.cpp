@@ -66,24 +66,37 @@ std::span<const std::pair<float, int32_t>> Sampler::candidates(std::span<float> 
     return cand_;
   }
 
-  // Candidates sorted by logit, cut by top-k, then softmax at temperature.
+  // Candidates cut by top-k, then softmax at temperature. They are sorted by
+  // logit only when an order is needed (top-k, top-p): with neither (the
+  // OpenAI defaults) a sort of a 151K vocabulary per row cost more than the
+  // rest of the step, and the draw needs no order.
   cand_.resize(n);
   for (int i = 0; i < n; ++i) cand_[i] = {logits[i], i};
-  int k = cfg_.top_k > 0 ? std::min(cfg_.top_k, n) : n;
-  auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
-  std::partial_sort(cand_.begin(), cand_.begin() + k, cand_.end(), by_logit);
-  cand_.resize(k);
+  const int k = cfg_.top_k > 0 ? std::min(cfg_.top_k, n) : n;
+  const bool sorted = k < n || cfg_.top_p < 1.0f;
+  if (sorted) {
+    auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+    std::partial_sort(cand_.begin(), cand_.begin() + k, cand_.end(), by_logit);
+    cand_.resize(k);
+  }
   float max_l = cand_[0].first;
+  if (!sorted)
+    for (const auto& c : cand_) max_l = std::max(max_l, c.first);
   double sum = 0.0;
   for (auto& c : cand_) sum += (c.first = std::exp((c.first - max_l) / cfg_.temperature));
   for (auto& c : cand_) c.first = static_cast<float>(c.first / sum);
 
-  // min-p: drop tokens below min_p times the most likely one.
+  // min-p: drop tokens below min_p times the most likely one (whose weight
+  // is exp(0) / sum).
   if (cfg_.min_p > 0.0f) {
-    float cut = cfg_.min_p * cand_[0].first;
-    size_t keep = 1;
-    while (keep < cand_.size() && cand_[keep].first >= cut) ++keep;
-    cand_.resize(keep);
+    const float cut = cfg_.min_p * static_cast<float>(1.0 / sum);
+    if (sorted) {
+      size_t keep = 1;
+      while (keep < cand_.size() && cand_[keep].first >= cut) ++keep;
+      cand_.resize(keep);
+    } else {
+      std::erase_if(cand_, [cut](const auto& c) { return c.first < cut; });
+    }
   }
   // top-p: the smallest prefix whose mass reaches top_p.
   if (cfg_.top_p < 1.0f) {
@@ -105,7 +118,7 @@ int32_t Sampler::draw(std::span<const std::pair<float, int32_t>> cands, int32_t 
   double r = std::uniform_real_distribution<double>(0.0, total)(rng_);
   int32_t last = -1;
   for (const auto& c : cands) {
-    if (c.second == exclude) continue;
+    if (c.second == exclude || !(c.first > 0)) continue;  // a masked (-inf) logit has weight 0: never drawn
     last = c.second;
     r -= c.first;
     if (r < 0) return c.second;

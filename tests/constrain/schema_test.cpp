@@ -88,6 +88,20 @@ TEST(ConstrainSchema, IntegerRangesMatchExactlyTheNumbersInRange) {
   for (const char* bad : {"5.01", "-2.5", "6", "1e3"}) EXPECT_FALSE(matches(num, bad)) << bad;
 }
 
+// Found when sampling without a sort reached other tokens: "2e414" was a
+// JSON number of the grammar, which nlohmann refuses and Python reads as
+// inf. Numbers now stay finite as doubles (16 integer digits, a two-digit
+// exponent).
+TEST(ConstrainSchema, NumbersStayFiniteAsDoubles) {
+  for (const char* spec : {R"({"type":"number"})", R"({"type":"array","items":{}})"}) {
+    Grammar g = schema(spec);
+    const bool array = std::string(spec).find("array") != std::string::npos;
+    auto m = [&](const std::string& x) { return matches(g, array ? "[" + x + "]" : x); };
+    for (const char* ok : {"0", "-1.5e99", "9999999999999999.9999999999999999E-99", "1e+09"}) EXPECT_TRUE(m(ok)) << ok;
+    for (const char* bad : {"2e414", "1e100", "1E-100", "10000000000000000", "01"}) EXPECT_FALSE(m(bad)) << bad;
+  }
+}
+
 TEST(ConstrainSchema, ArraysUnionsRefsAndRecursion) {
   Grammar a = schema(R"({"type":"array","items":{"type":"boolean"},"minItems":1,"maxItems":2})");
   EXPECT_FALSE(matches(a, "[]"));
