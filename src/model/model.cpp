@@ -507,6 +507,10 @@ void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool
       const KVCache& kv = ctx.cache;
       if (kv.type() == KVType::F16) {
         kernels::attention_heads(qs, kv.k(layer, kvh, stored), kv.v(layer, kvh, stored), hd, scale, scratch);
+      } else if (kv.type() == KVType::Q4) {
+        kernels::attention_heads_q4(qs, {kv.row(layer, 0, kvh, stored), kv.row_scale(layer, 0, kvh, stored)},
+                                    {kv.row(layer, 1, kvh, stored), kv.row_scale(layer, 1, kvh, stored)}, hd, scale,
+                                    scratch);
       } else {
         const kernels::Q8Rows kq{reinterpret_cast<const int8_t*>(kv.row(layer, 0, kvh, stored)),
                                  kv.row_scale(layer, 0, kvh, stored)};
