@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/kernels.h"
@@ -21,7 +22,8 @@ size_t elem_bits_of(const ModelConfig& cfg, KVType type) {
     case KVType::Q8:
       return 8;
     case KVType::Q4:
-      if (cfg.head_dim % 2 != 0) fail("--kv q4 needs an even head_dim (this model's is ", cfg.head_dim, ")");
+      if (cfg.head_dim < 2 || (cfg.head_dim & (cfg.head_dim - 1)) != 0)
+        fail("--kv q4 needs a head_dim that is a power of two (this model's is ", cfg.head_dim, ")");
       return 4;
   }
   fail("KV cache type ", static_cast<uint32_t>(type), " is not supported (f16, q8 or q4)");
@@ -60,6 +62,20 @@ uint64_t bytes_of(const ModelConfig& cfg, uint64_t elems, KVType type) {
 }
 
 }  // namespace
+
+void kv_rotate(float* x, int64_t rows, int n) {
+  const float norm = 1.0f / std::sqrt(static_cast<float>(n));
+  for (int64_t r = 0; r < rows; ++r, x += n) {
+    for (int h = 1; h < n; h *= 2)
+      for (int i = 0; i < n; i += 2 * h)
+        for (int j = i; j < i + h; ++j) {
+          const float a = x[j], b = x[j + h];
+          x[j] = a + b;
+          x[j + h] = a - b;
+        }
+    for (int i = 0; i < n; ++i) x[i] *= norm;
+  }
+}
 
 const char* kv_type_name(KVType t) {
   switch (t) {
@@ -103,6 +119,8 @@ KVCache::KVCache(const ModelConfig& cfg, int n_ctx, KVType type)
       window_(cfg.sliding_window),
       elem_bits_(elem_bits_of(cfg, type)) {
   if (n_ctx < 1) fail("context size ", n_ctx, " must be at least 1");
+  if (type == KVType::Q4 && head_dim_ > kMaxQ4HeadDim)
+    fail("--kv q4 takes a head_dim of at most ", kMaxQ4HeadDim, " (this model's is ", head_dim_, ")");
   local_slots_ = local_slots_of(cfg, n_ctx);
   const uint64_t row = static_cast<uint64_t>(n_kv_heads_) * 2 * static_cast<uint64_t>(head_dim_);
   uint64_t elems = 0;
@@ -129,11 +147,18 @@ void KVCache::write(int layer, int kv, int pos, const float* x) {
     if (type_ == KVType::F16)
       kernels::f32_to_f16_row(xh, reinterpret_cast<uint16_t*>(row(layer, kv, h, pos)), head_dim_);
     else if (type_ == KVType::Q4)
-      kernels::quantize_row_q4(xh, row(layer, kv, h, pos), row_scale(layer, kv, h, pos), head_dim_);
+      write_q4(xh, row(layer, kv, h, pos), row_scale(layer, kv, h, pos));
     else
       kernels::quantize_row_q8(xh, reinterpret_cast<int8_t*>(row(layer, kv, h, pos)), row_scale(layer, kv, h, pos),
                                head_dim_);
   }
+}
+
+void KVCache::write_q4(const float* x, uint8_t* y, float* scale) const {
+  float rotated[kMaxQ4HeadDim];
+  std::copy_n(x, head_dim_, rotated);
+  kv_rotate(rotated, 1, head_dim_);
+  kernels::quantize_row_q4(rotated, y, scale, head_dim_);
 }
 
 void KVCache::move_rows(int layer, int dst, int src, int n) {

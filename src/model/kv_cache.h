@@ -8,8 +8,15 @@
 // prefill need no block bookkeeping, and the scale costs 4 bytes per
 // head_dim (3% of a q8 row at 128, 6% of a q4 row).
 //
-// q4 rows: head_dim / 2 bytes (head_dim must be even), e.g. 64 + 4 bytes
-// at head_dim 128 against 128 + 4 for q8 and 256 for f16.
+// q4 rows: head_dim / 2 bytes, e.g. 64 + 4 bytes at head_dim 128 against
+// 128 + 4 for q8 and 256 for f16. A q4 row holds the keys (values) of a
+// head rotated by kv_rotate, an orthonormal Walsh-Hadamard transform: it
+// spreads a few large channels over all of them, so one scale per row
+// loses far less (on stories260K's real text at context 256, KL to the
+// f16 cache drops from 0.95 to 0.50 nats, perplexity 10.7 to 6.8 against
+// 4.16). Attention rotates the queries the same way
+// (q . k = Hq . Hk) and rotates its output back (H is its own inverse), so
+// kernels see ordinary rows. head_dim must be a power of two.
 //
 // Memory is reserved for the whole context up front as anonymous virtual
 // memory; pages become resident only when a position is written, so the
@@ -42,6 +49,10 @@ enum class KVType : uint32_t { F16 = 1, Q8 = 2, Q4 = 3 };
 const char* kv_type_name(KVType t);
 // "f16" / "q8" / "q4"; anything else is an error naming the choices.
 KVType parse_kv_type(const std::string& name);
+
+// x[0, n) <- H x with H the orthonormal Walsh-Hadamard matrix of order n
+// (a power of two), for each of `rows` rows of n; H H = I.
+void kv_rotate(float* x, int64_t rows, int n);
 
 // Bytes one position costs in one layer's cache (K and V of every KV head).
 uint64_t kv_bytes_per_layer_position(const ModelConfig& cfg, KVType type);
@@ -124,6 +135,8 @@ class KVCache {
     int slots;     // positions it holds
     bool local;
   };
+  static constexpr int kMaxQ4HeadDim = 1024;
+  void write_q4(const float* x, uint8_t* y, float* scale) const;  // rotate, then quantize
   size_t offset(int layer, int kv, int head, int pos) const {
     const LayerSlots& L = layers_[layer];
     const int slot = L.local ? pos - local_base_ : pos;

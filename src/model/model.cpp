@@ -482,6 +482,9 @@ void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool
   const size_t per_thread = static_cast<size_t>(kernels::kMaxAttentionQueries) * span;
   if (ctx.scores.size() < per_thread * pool.size()) ctx.scores.resize(per_thread * pool.size());
   const int64_t n_tasks = static_cast<int64_t>(token_blocks) * c.n_kv_heads * head_chunks;
+  // A q4 cache holds rotated rows (kv_rotate): rotate the queries alike.
+  const bool rotated = ctx.cache.type() == KVType::Q4;
+  if (rotated) kv_rotate(ctx.q.data(), static_cast<int64_t>(n) * c.n_heads, hd);
   pool.parallel_for(n_tasks, [&](int64_t begin, int64_t end, int thread) {
     float* scratch = ctx.scores.data() + per_thread * thread;
     for (int64_t task = begin; task < end; ++task) {
@@ -520,6 +523,7 @@ void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool
       }
     }
   });
+  if (rotated) kv_rotate(ctx.attn.data(), static_cast<int64_t>(n) * c.n_heads, hd);  // back from the rotated values
 }
 
 }  // namespace pocket

@@ -79,10 +79,11 @@ TEST(KvQ8, LogitsStayCloseToTheF16CacheOnStories) {
 }
 
 // 4 bits cost far more than 8 on this model: 15 levels per row of 8
-// values (stories260K's head_dim) instead of 255. Measured (250 random
-// token ids): KL mean 0.251, max 2.36, top-1 0.660 (96 ids: 0.283, 1.89, 0.708).
-// Bounds about 4x the KL (a wrong nibble order or scale gives several
-// nats). Real text: see `pocket eval` in docs/benchmarks.md.
+// values (stories260K's head_dim) instead of 255. Measured (AVX-512, 250
+// random token ids): KL mean 0.207, max 2.15, top-1 0.664 (96 ids: 0.217,
+// 1.63, 0.708). Bounds about 4x the KL (a wrong nibble order, scale or
+// rotation gives several nats). Real text: `pocket eval` in
+// docs/benchmarks.md.
 TEST(KvQ4, LogitsStayCloseToTheF16CacheOnStories) {
   static LoadedModel m = load_model(test::stories_model());
   const int V = m.model->config().vocab_size;
@@ -117,8 +118,8 @@ TEST(KvQ8, LogitsStayCloseOnRandomShapesWithSlidingWindows) {
   }
 }
 
-// Measured: KL mean 1.66e-2 / 1.44e-2, max 4.2e-2 / 4.0e-2 for tiny-qwen3 /
-// tiny-gemma3 (about 250x q8's); bounds about 4x.
+// Measured: KL mean 2.1e-2 / 1.3e-2, max 0.10 / 3.7e-2 for tiny-qwen3 /
+// tiny-gemma3 (a few hundred times q8's); bounds about 3x.
 TEST(KvQ4, LogitsStayCloseOnRandomShapesWithSlidingWindows) {
   for (const char* preset : {"tiny-qwen3", "tiny-gemma3"}) {
     SCOPED_TRACE(preset);
@@ -126,7 +127,7 @@ TEST(KvQ4, LogitsStayCloseOnRandomShapesWithSlidingWindows) {
     const int n = 60;
     const Divergence d = compare(model, test::some_tokens(n, model.config().vocab_size, 3), 20, KVType::Q4);
     EXPECT_LT(d.kl_mean, 6e-2);
-    EXPECT_LT(d.kl_max, 0.2);
+    EXPECT_LT(d.kl_max, 0.3);
     EXPECT_GT(d.kl_mean, 0.0);
   }
 }
@@ -156,6 +157,35 @@ void check_rollback(KVType kv) {
 TEST(KvQ8, RollbackThenContinueEqualsNeverHavingGoneFurther) { check_rollback(KVType::Q8); }
 TEST(KvQ4, RollbackThenContinueEqualsNeverHavingGoneFurther) { check_rollback(KVType::Q4); }
 
+// The q4 cache's rotation: orthonormal (norms kept), its own inverse, and
+// the Walsh-Hadamard matrix (order 2: (a + b, a - b) / sqrt 2).
+TEST(KvQ4, RotationIsTheOrthonormalHadamardTransform) {
+  float two[2] = {3.0f, 1.0f};
+  kv_rotate(two, 1, 2);
+  EXPECT_FLOAT_EQ(two[0], 4.0f / std::sqrt(2.0f));
+  EXPECT_FLOAT_EQ(two[1], 2.0f / std::sqrt(2.0f));
+  for (int n : {8, 32, 128}) {
+    test::Rng rng(n);
+    std::vector<float> x(static_cast<size_t>(3) * n);
+    for (auto& e : x) e = rng.uniform(-2.0f, 2.0f);
+    auto y = x;
+    kv_rotate(y.data(), 3, n);
+    for (int r = 0; r < 3; ++r) {
+      double nx = 0, ny = 0;
+      for (int i = 0; i < n; ++i) nx += double(x[r * n + i]) * x[r * n + i], ny += double(y[r * n + i]) * y[r * n + i];
+      EXPECT_NEAR(ny, nx, 1e-4 * nx) << n;
+    }
+    // Row 0 against the matrix: H[i][j] = (-1)^popcount(i & j) / sqrt(n).
+    for (int i = 0; i < n; ++i) {
+      double want = 0;
+      for (int j = 0; j < n; ++j) want += (__builtin_popcount(i & j) % 2 ? -x[j] : x[j]) / std::sqrt(double(n));
+      EXPECT_NEAR(y[i], want, 1e-4) << n << " " << i;
+    }
+    kv_rotate(y.data(), 3, n);
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], x[i], 1e-5) << n;
+  }
+}
+
 TEST(KvQ8, BytesPerTokenAndReservationMatchTheCache) {
   for (const char* preset : {"tiny-qwen3", "tiny-gemma3"}) {
     SCOPED_TRACE(preset);
@@ -178,7 +208,9 @@ TEST(KvQ8, BytesPerTokenAndReservationMatchTheCache) {
   EXPECT_EQ(parse_kv_type("q4"), KVType::Q4);
   ModelConfig odd = preset_config("tiny-qwen3");
   odd.head_dim = 7;
-  EXPECT_THROW(kv_bytes_per_token(odd, KVType::Q4), Error) << "two 4-bit codes per byte need an even head_dim";
+  EXPECT_THROW(kv_bytes_per_token(odd, KVType::Q4), Error) << "q4 needs a power-of-two head_dim";
+  odd.head_dim = 24;
+  EXPECT_THROW(KVCache(odd, 8, KVType::Q4), Error);
 }
 
 }  // namespace
