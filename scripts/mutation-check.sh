@@ -139,8 +139,8 @@ if [ "$arch" = x86 ]; then
   # q4 KV rows: AVX-512 and AVX2 read the low nibbles where the high ones
   # hold the elements (and the other way round).
   mutation avx512-q4-kv-nibble-side src/kernels/attention_avx512.cpp \
-    'c = _mm512_and_si512(_mm512_srl_epi32(c, _mm_cvtsi32_si128(p.high() ? 4 : 0))' \
-    'c = _mm512_and_si512(_mm512_srl_epi32(c, _mm_cvtsi32_si128(p.high() ? 0 : 4))'
+    'if (p.high()) c = _mm512_srli_epi32(c, 4);' \
+    'if (!p.high()) c = _mm512_srli_epi32(c, 4);'
   mutation avx2-q4-kv-nibble-side src/kernels/ops_avx2.cpp \
     'c = _mm256_and_si256(_mm256_srl_epi32(c, _mm_cvtsi32_si128(p.high() ? 4 : 0))' \
     'c = _mm256_and_si256(_mm256_srl_epi32(c, _mm_cvtsi32_si128(p.high() ? 0 : 4))'

@@ -23,11 +23,15 @@ inline __m512 load16(const int8_t* p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
 
-// 16 elements of a q4 row (one nibble side of 16 bytes), as code - 8.
+// 16 elements of a q4 row (one nibble side of 16 bytes), as code - 8: the
+// nibble indexes a 16-float table (vpermps reads only an index's low 4
+// bits, so the low side needs no mask): 2-3 instructions per 16 values
+// instead of widen, shift, mask, offset and convert.
 inline __m512 load16(Q4Ptr p) {
+  const __m512 table = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
   __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p.bytes())));
-  c = _mm512_and_si512(_mm512_srl_epi32(c, _mm_cvtsi32_si128(p.high() ? 4 : 0)), _mm512_set1_epi32(15));
-  return _mm512_cvtepi32_ps(_mm512_sub_epi32(c, _mm512_set1_epi32(8)));
+  if (p.high()) c = _mm512_srli_epi32(c, 4);
+  return _mm512_permutexvar_ps(c, table);
 }
 
 struct AttentionOpsAvx512 {
