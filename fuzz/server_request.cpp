@@ -7,10 +7,13 @@
 // family chosen by bits 2-3 (as the server does before queueing it), and its
 // text goes through the response builders, whose JSON must parse and give the
 // text back byte for byte (the server echoes model text into JSON and SSE).
+// A response_format schema is compiled as the server does (ConstraintCache):
+// a schema the compiler refuses must be a 400 as well.
 #include <nlohmann/json.hpp>
 
 #include "fuzz_util.h"
 #include "server/api.h"
+#include "server/constraints.h"
 #include "server/prompt.h"
 
 namespace {
@@ -48,6 +51,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   m.tokenizer = qwen;
   m.chat_format = kFormats[(flags >> 2) & 3];
   fuzz::guarded([&] { prompt_tokens(m, r, flags & 2); });
+  if (r.constraint.active()) {
+    static ConstraintCache constraints(qwen, 1);  // size 1: every new schema is compiled
+    try {
+      constraints.get(r.constraint, r.constraint_param);
+    } catch (const ApiError& e) {
+      if (e.status != 400) fuzz::finding("a bad schema answered with status " + std::to_string(e.status));
+    }
+  }
 
   std::string text = r.prompt;
   for (const ChatMessage& msg : r.messages) text += msg.content;

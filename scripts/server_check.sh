@@ -4,7 +4,9 @@
 # no memory growth; Python stdlib only), then the official `openai` client
 # (pinned in tools/server/requirements.txt, a venv in build/server-venv)
 # against a live server: generation, streaming, stop strings, errors, the API
-# key, disconnects and the docs' examples. Without PyPI the client tests say
+# key, disconnects, structured output (response_format json_schema and
+# json_object, each output validated by the pinned `jsonschema` package) and
+# the docs' examples. Without PyPI the client tests say
 # so and are skipped; the C++ server tests (release stage) still ran.
 #   scripts/server_check.sh BUILD_DIR     (BUILD_DIR holds pocket)
 set -euo pipefail

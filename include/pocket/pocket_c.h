@@ -246,6 +246,10 @@ typedef struct pocket_generate_options {
   const char* const* choices;
   uint32_t n_choices;
   int32_t json_whitespace; /* JSON: whitespace characters allowed between tokens, 0-64 (default 0: compact) */
+  /* Appended: JSON Schema: nonzero reads an absent additionalProperties (or
+   * items after prefixItems) as the specification does, allowing more;
+   * 0 (default) closes objects and tuples to what the schema lists. */
+  int32_t json_open;
 } pocket_generate_options;
 
 POCKET_API void pocket_generate_options_init(pocket_generate_options* options);

@@ -220,9 +220,9 @@ struct ShippedSizes {
   static constexpr size_t sizes[] = {sizeof(T)};
 };
 template <>
-struct ShippedSizes<pocket_generate_options> {  // + structured output (constraint_*)
+struct ShippedSizes<pocket_generate_options> {  // + structured output (constraint_*), + json_open
   static constexpr size_t sizes[] = {offsetof(pocket_generate_options, constraint_kind),
-                                     sizeof(pocket_generate_options)};
+                                     offsetof(pocket_generate_options, json_open), sizeof(pocket_generate_options)};
 };
 template <>
 struct ShippedSizes<pocket_session_options> {  // + memory budget (mem_budget_mb, batch), + kv_cache
@@ -338,6 +338,7 @@ pocket::GenerationOptions generation_options(const pocket_generate_options* in) 
       g.constraint.choices.emplace_back(o.choices[i]);
     }
     g.constraint.json_whitespace = o.json_whitespace;
+    g.constraint.json_open = o.json_open != 0;
   }
   return g;
 }

@@ -4,6 +4,7 @@
 #include <optional>
 #include <sstream>
 
+#include "generate/constrained_sample.h"
 #include "generate/text_stream.h"
 #include "state/session_state.h"
 #include "util/error.h"
@@ -217,12 +218,14 @@ GenerateResult Session::generate(std::span<const int32_t> input, const GenerateO
       r.stop = GenerateResult::Stop::ConstraintEnd;
       break;
     }
-    if (matcher) r.mask_us.push_back(apply_constraint(*matcher, logits));
-    int32_t next = sampler.sample(logits, history);
-    // Sampling never picks a masked token (probability 0); greedy over the
-    // masked logits is the fallback should rounding ever leave one.
-    if (matcher && !matcher->would_accept(next)) next = argmax(logits);
-    if (matcher && !matcher->advance(next)) fail("constraint: no allowed token to sample");
+    int32_t next;
+    if (matcher) {
+      float us = 0;
+      next = sample_constrained(sampler, *matcher, logits, history, &us);
+      r.mask_us.push_back(us);
+    } else {
+      next = sampler.sample(logits, history);
+    }
     if ((opt.stop_at_eos || matcher) && tok_->is_eos(next)) {
       r.stop = GenerateResult::Stop::Eos;
       r.eos_token = next;

@@ -179,7 +179,7 @@ void Model::repack_weights(bool kquants) {
       for (int64_t i = b; i < e; ++i) {
         const TensorView& w = *todo[static_cast<size_t>(i)];
         auto& out = bytes[static_cast<size_t>(i)];
-        if (quant::can_repack_to_pq(w)) out = quant::repack_rows_to_pq(w, 0, w.rows());
+        out = quant::try_repack_rows_to_pq(w, 0, w.rows());  // one pass: decode, check, pack
         // Give the source pages back at once, not after every tensor is
         // done: the peak then stays near the file's size instead of the
         // file plus every copy (+115 MB measured on a 204 MB Q4_K file).

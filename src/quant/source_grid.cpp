@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "core/pq_format.h"
 #include "kernels/gguf_layout.h"
@@ -34,21 +35,9 @@ int64_t source_block_bytes(DType t) {
   }
 }
 
-// Group g (32 columns) of a row starting at `row`.
+// Group g (32 columns) of a row starting at `row` (the 32-column types; Q4_K
+// goes through repack_q4k_row).
 void decode_group(DType t, const uint8_t* row, int64_t g, Group32& out) {
-  if (t == DType::Q4_K) {
-    const uint8_t* b = row + (g / 8) * 144;
-    const int j = static_cast<int>(g % 8);  // sub-block within the super-block
-    uint64_t scales, mins;
-    kernels::kquant_scales_mins(b + 4, scales, mins);
-    const float sc = static_cast<float>(scales >> (8 * j) & 0xff), mn = static_cast<float>(mins >> (8 * j) & 0xff);
-    out.s = half_at(b) * sc;  // exact in float: 11 + 6 significant bits
-    out.m = -(half_at(b + 2) * mn);
-    const uint8_t* qs = b + 16 + 32 * (j / 2);
-    const int shift = 4 * (j % 2);
-    for (int l = 0; l < kGroup; ++l) out.q[l] = (qs[l] >> shift) & 0x0f;
-    return;
-  }
   const uint8_t* b = row + g * source_block_bytes(t);
   const float d = half_at(b);
   switch (t) {
@@ -82,7 +71,8 @@ void decode_group(DType t, const uint8_t* row, int64_t g, Group32& out) {
   }
 }
 
-bool fits_half(float v) { return std::isfinite(v) && std::isfinite(f16_to_f32(f32_to_f16(v))); }
+// An fp16 value that is not inf or NaN (exponent field not all ones).
+bool finite_half(uint16_t bits) { return (bits & 0x7c00) != 0x7c00; }
 
 // fp16 rounding error bound of v: half an ulp.
 double half_rounding(double v) { return std::max(std::fabs(v) * 0x1p-11, 0x1p-25); }
@@ -93,54 +83,122 @@ DType source_grid_type(DType t) {
   return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q4_K ? DType::PQ4 : DType::PQ8;
 }
 
-bool can_repack_to_pq(const TensorView& w) {
-  const int64_t bb = source_block_bytes(w.type);
-  const int64_t per_block = w.type == DType::Q4_K ? 256 : kGroup;
-  if (bb == 0 || w.shape.size() != 2 || w.cols() % per_block != 0) return false;
-  const int64_t rows = w.rows(), groups = w.cols() / kGroup;
-  const int64_t row_bytes = w.cols() / per_block * bb;
-  if (w.nbytes < static_cast<uint64_t>(rows * row_bytes)) return false;
-  const auto* src = static_cast<const uint8_t*>(w.data);
-  Group32 grp;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t g = 0; g < groups; ++g) {
-      decode_group(w.type, src + r * row_bytes, g, grp);
-      if (!fits_half(grp.s) || !fits_half(grp.m)) return false;
-    }
+namespace {
+
+// Where row `rr` (0..15) of a tile puts group g's header and codes; null
+// `tile` = check only.
+struct RowSink {
+  uint8_t* tile = nullptr;  // the first group block of the row's tile
+  int64_t gbytes = 0, hdr = 0;
+  int rr = 0;
+  DType to = DType::PQ4;
+};
+
+// PQ4 codes, chunk c, byte 4 rr + k: element 8c + k low nibble, 8c + 4 + k high.
+void put_pq4_codes(uint8_t* data, int rr, const int* q) {
+  for (int c = 0; c < kGroup / 8; ++c)
+    for (int k = 0; k < 4; ++k) data[c * 64 + 4 * rr + k] = static_cast<uint8_t>(q[8 * c + k] | q[8 * c + 4 + k] << 4);
+}
+
+// Writes one group's fp16 s (and m for PQ4) into the sink; false when either
+// is not finite in fp16.
+bool put_header(const RowSink& out, int64_t g, float s, float m) {
+  const uint16_t s_bits = f32_to_f16(s), m_bits = f32_to_f16(m);
+  if (!std::isfinite(s) || !std::isfinite(m) || !finite_half(s_bits) || !finite_half(m_bits)) return false;
+  if (!out.tile) return true;
+  uint8_t* blk = out.tile + g * out.gbytes;
+  std::memcpy(blk + 2 * out.rr, &s_bits, 2);  // little-endian hosts only, as the rest of Pocket
+  if (out.to == DType::PQ4) std::memcpy(blk + 32 + 2 * out.rr, &m_bits, 2);
   return true;
 }
 
-std::vector<uint8_t> repack_rows_to_pq(const TensorView& w, int64_t row0, int64_t n) {
+// Q4_K straight from its super-blocks: the packed scales and mins are
+// unpacked once per 256 columns and the nibbles move without an
+// intermediate array (the load-time repack of a 0.3B model's matrices).
+bool repack_q4k_row(const uint8_t* row, int64_t groups, const RowSink& out) {
+  for (int64_t sb = 0; sb < groups / 8; ++sb) {
+    const uint8_t* b = row + sb * 144;
+    uint64_t scales, mins;
+    kernels::kquant_scales_mins(b + 4, scales, mins);
+    const float d = half_at(b), dmin = half_at(b + 2);
+    for (int j = 0; j < 8; ++j) {
+      const int64_t g = sb * 8 + j;
+      const float s = d * static_cast<float>(scales >> (8 * j) & 0xff);  // exact: 11 + 6 significant bits
+      const float m = -(dmin * static_cast<float>(mins >> (8 * j) & 0xff));
+      if (!put_header(out, g, s, m)) return false;
+      if (!out.tile) continue;
+      const uint8_t* qs = b + 16 + 32 * (j / 2);
+      const int shift = 4 * (j % 2);
+      uint8_t* data = out.tile + g * out.gbytes + out.hdr + 4 * out.rr;
+      for (int c = 0; c < kGroup / 8; ++c)
+        for (int k = 0; k < 4; ++k)
+          data[c * 64 + k] =
+              static_cast<uint8_t>((qs[8 * c + k] >> shift & 0x0f) | (qs[8 * c + 4 + k] >> shift & 0x0f) << 4);
+    }
+  }
+  return true;
+}
+
+bool repack_row(DType t, const uint8_t* row, int64_t groups, const RowSink& out) {
+  if (t == DType::Q4_K) return repack_q4k_row(row, groups, out);
+  Group32 grp;
+  for (int64_t g = 0; g < groups; ++g) {
+    decode_group(t, row, g, grp);
+    if (!put_header(out, g, grp.s, grp.m)) return false;
+    if (!out.tile) continue;
+    uint8_t* data = out.tile + g * out.gbytes + out.hdr;
+    if (out.to == DType::PQ4) {
+      put_pq4_codes(data, out.rr, grp.q);
+    } else {
+      for (int k = 0; k < kGroup; ++k) data[(k / 4) * 64 + 4 * out.rr + k % 4] = static_cast<uint8_t>(grp.q[k]);
+    }
+  }
+  return true;
+}
+
+// Bytes per row and per block of `w`, or 0 when it has no block-for-block PQ form.
+int64_t repackable_row_bytes(const TensorView& w) {
+  const int64_t bb = source_block_bytes(w.type);
+  const int64_t per_block = w.type == DType::Q4_K ? 256 : kGroup;
+  if (bb == 0 || w.shape.size() != 2 || w.cols() % per_block != 0) return 0;
+  const int64_t row_bytes = w.cols() / per_block * bb;
+  if (w.nbytes < static_cast<uint64_t>(w.rows() * row_bytes)) return 0;
+  return row_bytes;
+}
+
+}  // namespace
+
+bool can_repack_to_pq(const TensorView& w) {
+  const int64_t row_bytes = repackable_row_bytes(w);
+  if (row_bytes == 0) return false;
+  const auto* src = static_cast<const uint8_t*>(w.data);
+  for (int64_t r = 0; r < w.rows(); ++r)
+    if (!repack_row(w.type, src + r * row_bytes, w.cols() / kGroup, RowSink{})) return false;
+  return true;
+}
+
+std::optional<std::vector<uint8_t>> try_repack_rows_to_pq(const TensorView& w, int64_t row0, int64_t n) {
   if (row0 % pq::kTileRows != 0 || n <= 0 || row0 + n > w.rows())
     fail("repack_rows_to_pq: rows ", row0, "..", row0 + n - 1, " are not whole tiles of '", w.name, "'");
+  const int64_t row_bytes = repackable_row_bytes(w);
+  if (row_bytes == 0) return std::nullopt;
   const DType to = source_grid_type(w.type);
-  const int64_t per_block = w.type == DType::Q4_K ? 256 : kGroup;
-  const int64_t groups = w.cols() / kGroup, row_bytes = w.cols() / per_block * source_block_bytes(w.type);
+  const int64_t groups = w.cols() / kGroup;
   const int64_t gbytes = pq::group_block_bytes(to, kGroup), hdr = pq::header_bytes(to);
   const int64_t tiles = pq::padded_rows(n) / pq::kTileRows;
   std::vector<uint8_t> out(static_cast<size_t>(tiles * groups * gbytes), 0);
   const auto* src = static_cast<const uint8_t*>(w.data);
-  Group32 grp;
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t tile = i / pq::kTileRows, rr = i % pq::kTileRows;
-    for (int64_t g = 0; g < groups; ++g) {
-      decode_group(w.type, src + (row0 + i) * row_bytes, g, grp);
-      uint8_t* blk = out.data() + (tile * groups + g) * gbytes;
-      const uint16_t s_bits = f32_to_f16(grp.s), m_bits = f32_to_f16(grp.m);
-      std::memcpy(blk + 2 * rr, &s_bits, 2);  // little-endian hosts only, as the rest of Pocket
-      uint8_t* data = blk + hdr;
-      if (to == DType::PQ4) {
-        std::memcpy(blk + 32 + 2 * rr, &m_bits, 2);
-        // chunk c, byte 4 rr + i: element 8c + i low nibble, 8c + 4 + i high.
-        for (int c = 0; c < kGroup / 8; ++c)
-          for (int k = 0; k < 4; ++k)
-            data[c * 64 + 4 * rr + k] = static_cast<uint8_t>(grp.q[8 * c + k] | grp.q[8 * c + 4 + k] << 4);
-      } else {
-        for (int k = 0; k < kGroup; ++k) data[(k / 4) * 64 + 4 * rr + k % 4] = static_cast<uint8_t>(grp.q[k]);
-      }
-    }
+    RowSink sink{out.data() + (i / pq::kTileRows) * groups * gbytes, gbytes, hdr, static_cast<int>(i % pq::kTileRows), to};
+    if (!repack_row(w.type, src + (row0 + i) * row_bytes, groups, sink)) return std::nullopt;
   }
   return out;
+}
+
+std::vector<uint8_t> repack_rows_to_pq(const TensorView& w, int64_t row0, int64_t n) {
+  auto out = try_repack_rows_to_pq(w, row0, n);
+  if (!out) fail("'", w.name, "' (", dtype_name(w.type), ") has no block-for-block PQ form: a scale or offset is not finite in fp16");
+  return std::move(*out);
 }
 
 double pq_grid_error_bound(double s, double m) { return 15 * half_rounding(s) + half_rounding(m); }

@@ -15,6 +15,7 @@
 // PQ form; source_grid_type() sends it to PQ8, quantized from its values.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/tensor.h"
@@ -32,7 +33,10 @@ bool can_repack_to_pq(const TensorView& w);
 
 // The PQ bytes (group 32, type source_grid_type(w.type)) of rows
 // [row0, row0 + n) of `w`, row0 a multiple of 16: whole 16-row tiles, the
-// rows past the tensor's end zero. Requires can_repack_to_pq(w).
+// rows past the tensor's end zero. Nullopt when can_repack_to_pq would say
+// no for these rows: one pass over the source, for the load-time repack.
+std::optional<std::vector<uint8_t>> try_repack_rows_to_pq(const TensorView& w, int64_t row0, int64_t n);
+// The same; an Error when the rows have no PQ form.
 std::vector<uint8_t> repack_rows_to_pq(const TensorView& w, int64_t row0, int64_t n);
 
 // Largest |PQ value - source value| the repack of a Q4_K block with these

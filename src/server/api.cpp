@@ -1,12 +1,15 @@
 #include "server/api.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 namespace pocket::server {
 
-using json = nlohmann::json;
+// Requests are parsed keeping their key order: a JSON schema's properties
+// come out in the order the client wrote them.
+using json = nlohmann::ordered_json;
 using ojson = nlohmann::ordered_json;
 
 namespace {
@@ -47,9 +50,11 @@ int64_t integer(const json& body, const char* name, int64_t lo, int64_t hi) {
   return i;
 }
 
-bool boolean(const json& body, const char* name) {
+// `path`: the field's full name in messages (default: `name`).
+bool boolean(const json& body, const char* name, const std::string& path = {}) {
   const json& v = body.at(name);
-  if (!v.is_boolean()) bad(name, std::string("'") + name + "' must be true or false, not " + type_name(v));
+  const std::string p = path.empty() ? name : path;
+  if (!v.is_boolean()) bad(p, "'" + p + "' must be true or false, not " + type_name(v));
   return v.get<bool>();
 }
 
@@ -121,20 +126,61 @@ void parse_stop(const json& body, CompletionRequest& r) {
   }
 }
 
+// response_format: {"type": "text"}, {"type": "json_object"} (any JSON) or
+// {"type": "json_schema", "json_schema": {"name", "schema", "strict"?,
+// "description"?}}. The schema itself is compiled later (ConstraintCache).
+void parse_response_format(const json& body, CompletionRequest& r) {
+  const json* rf = field(body, "response_format");
+  if (!rf) return;
+  if (!rf->is_object()) bad("response_format", "'response_format' must be an object, not " + type_name(*rf));
+  const json* type = field(*rf, "type");
+  if (!type || !type->is_string())
+    bad("response_format.type", "'response_format.type' must be a string: \"text\", \"json_object\" or \"json_schema\"");
+  const std::string t = type->get<std::string>();
+  if (t == "text") return;
+  if (t == "json_object") {
+    r.constraint.kind = constrain::ConstraintSpec::Kind::Json;
+    r.constraint_param = "response_format";
+    return;
+  }
+  if (t != "json_schema")
+    bad("response_format.type",
+        "'response_format.type' is '" + t + "'; supported types: \"text\", \"json_object\", \"json_schema\"");
+  const json* js = field(*rf, "json_schema");
+  if (!js) bad("response_format.json_schema", "'response_format.json_schema' is required with type \"json_schema\"");
+  if (!js->is_object())
+    bad("response_format.json_schema", "'response_format.json_schema' must be an object, not " + type_name(*js));
+  const json* name = field(*js, "name");
+  if (!name) bad("response_format.json_schema.name", "'response_format.json_schema.name' is required");
+  if (!name->is_string())
+    bad("response_format.json_schema.name",
+        "'response_format.json_schema.name' must be a string, not " + type_name(*name));
+  const std::string n = name->get<std::string>();
+  const bool name_ok = !n.empty() && n.size() <= 64 && std::all_of(n.begin(), n.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+  if (!name_ok)
+    bad("response_format.json_schema.name",
+        "'response_format.json_schema.name' must be 1 to 64 letters, digits, underscores or dashes");
+  if (const json* d = field(*js, "description"); d && !d->is_string())
+    bad("response_format.json_schema.description",
+        "'response_format.json_schema.description' must be a string, not " + type_name(*d));
+  // strict: accepted either way; Pocket always enforces the schema (objects
+  // closed unless additionalProperties says otherwise, as in strict mode).
+  if (field(*js, "strict")) boolean(*js, "strict", "response_format.json_schema.strict");
+  const json* schema = field(*js, "schema");
+  if (!schema) bad("response_format.json_schema.schema", "'response_format.json_schema.schema' is required");
+  if (!schema->is_object())
+    bad("response_format.json_schema.schema",
+        "'response_format.json_schema.schema' must be an object (a JSON Schema), not " + type_name(*schema));
+  r.constraint.kind = constrain::ConstraintSpec::Kind::JsonSchema;
+  r.constraint.text = dump(*schema);
+  r.constraint_param = "response_format.json_schema.schema";
+}
+
 // Fields Pocket does not implement are refused by name rather than ignored,
 // so a client never silently gets something other than what it asked for.
 void refuse_unsupported(const json& body) {
-  if (const json* rf = field(body, "response_format")) {
-    // Placeholder until constrained decoding lands: only plain text.
-    if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string())
-      bad("response_format", "'response_format' must be an object with a string 'type'");
-    if ((*rf)["type"] != "text")
-      throw ApiError(400,
-                     "'response_format' of type '" + (*rf)["type"].get<std::string>() +
-                         "' is not supported yet (JSON output needs constrained decoding, which Pocket does not "
-                         "have yet); only {\"type\": \"text\"}",
-                     "response_format", "unsupported_parameter");
-  }
   for (const char* name : {"tools", "functions", "tool_choice", "function_call", "logit_bias", "suffix", "audio"})
     if (field(body, name))
       throw ApiError(400, std::string("'") + name + "' is not supported by this server", name, "unsupported_parameter");
@@ -198,6 +244,7 @@ CompletionRequest parse_request(std::string_view text, Endpoint endpoint) {
   CompletionRequest r;
   r.endpoint = endpoint;
   refuse_unsupported(body);
+  parse_response_format(body, r);
   if (const json* m = field(body, "model")) {
     if (!m->is_string()) bad("model", "'model' must be a string, not " + type_name(*m));
     r.model = m->get<std::string>();

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "constrain/constraint.h"
 #include "generate/chat.h"
 #include "generate/sampler.h"
 
@@ -44,12 +45,20 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool ignore_eos = false;  // extension (as llama.cpp's server): generate past end-of-sequence tokens
+  // response_format: "json_object" is any JSON, "json_schema" its schema
+  // (the text keeps the request's key order, which is the output's order);
+  // kind None for "text" or no response_format. constraint_param is the
+  // field a compile error names (response_format.json_schema.schema).
+  constrain::ConstraintSpec constraint;
+  std::string constraint_param;
 };
 
 // Parses and validates a request body; throws ApiError (400) naming the
 // field at fault. Unknown fields are ignored, as OpenAI's own server does for
 // optional extensions; fields Pocket cannot honour yet are refused by name
-// (response_format other than "text", tools, logprobs, n > 1, ...).
+// (tools, logprobs, n > 1, ...). response_format's shape is checked here;
+// its schema is compiled later (ConstraintCache), where an unsupported
+// keyword is a 400 too.
 CompletionRequest parse_request(std::string_view body, Endpoint endpoint);
 
 // finish_reason values: "stop" (end of sequence or a stop string), "length"

@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include "server/constraints.h"
 #include "server/prompt.h"
 #include "util/error.h"
 
@@ -45,12 +46,14 @@ struct HttpServer::Impl {
   Scheduler& sched;
   const LoadedModel& model;
   HttpOptions opt;
+  ConstraintCache constraints;
   httplib::Server http;
   int64_t started = std::time(nullptr);
   std::mutex mu;
   std::map<std::pair<std::string, int>, uint64_t> responses;  // (endpoint, status) -> count
 
-  Impl(Scheduler& s, const LoadedModel& m, HttpOptions o) : sched(s), model(m), opt(std::move(o)) {}
+  Impl(Scheduler& s, const LoadedModel& m, HttpOptions o)
+      : sched(s), model(m), opt(std::move(o)), constraints(m.tokenizer) {}
 
   void routes();
   bool authorized(const httplib::Request& req, httplib::Response& res) const;
@@ -178,6 +181,7 @@ void HttpServer::Impl::completion(const httplib::Request& req, httplib::Response
     p.stop = r.stop;
     p.sampling = r.sampling;
     p.stop_at_eos = !r.ignore_eos;
+    if (r.constraint.active()) p.constraint = constraints.get(r.constraint, r.constraint_param);
     if (!r.seeded) p.sampling.seed = std::random_device{}();
     p.deadline = arrived + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.request_timeout_s));
     job = std::make_shared<Job>(std::move(p));
@@ -275,6 +279,13 @@ std::string HttpServer::Impl::metrics() {
          s.decode_rows);
   metric("pocket_tokens_per_second", "gauge", "Tokens generated per second over the last 10 s.",
          s.recent_tokens_per_second);
+  metric("pocket_constrained_tokens_total", "counter", "Tokens sampled under a response_format constraint.",
+         s.constrained_tokens);
+  metric("pocket_constraint_mask_seconds_total", "counter", "Time spent computing their token masks.",
+         s.mask_seconds);
+  const ConstraintCache::Stats c = constraints.stats();
+  metric("pocket_schemas_compiled_total", "counter", "response_format schemas compiled (cache misses).", c.compiled);
+  metric("pocket_schema_cache_hits_total", "counter", "response_format schemas found compiled in the cache.", c.hits);
   metric("pocket_queue_depth", "gauge", "Requests waiting for a slot.", s.queued);
   metric("pocket_slots_busy", "gauge", "Slots serving a request.", s.busy);
   metric("pocket_slots", "gauge", "Slots (parallel sequences).", s.slots);

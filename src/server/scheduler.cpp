@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "generate/constrained_sample.h"
 #include "generate/text_stream.h"
 #include "util/error.h"
 
@@ -58,6 +59,7 @@ struct Scheduler::Slot {
   enum class State { Idle, Prefill, Decode } state = State::Idle;
   std::optional<Sampler> sampler;
   std::optional<TextStream> stream;
+  std::unique_ptr<constrain::Matcher> matcher;  // with a constraint
   std::vector<int32_t> history;  // prompt + generated (repetition penalty)
   int generated = 0, reused = 0, max_tokens = 0;
   int32_t pending = -1;  // sampled, not yet run through the model
@@ -65,6 +67,10 @@ struct Scheduler::Slot {
 };
 
 namespace {
+// Mask cache bytes per matcher (the library default, 256 MiB, is meant for
+// one generation at a time; a server holds several).
+constexpr size_t kMatcherCacheBytes = size_t{32} << 20;
+
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
   size_t n = 0;
   while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
@@ -171,6 +177,21 @@ void Scheduler::start(Slot& s, std::shared_ptr<Job> job) {
   s.history = p.prompt;
   s.sampler.emplace(p.sampling);
   s.stream.emplace(*tok_, p.stop);
+  if (p.constraint) {
+    // A warm matcher of the same constraint if one is idle, else a new one.
+    auto it = std::find_if(idle_matchers_.rbegin(), idle_matchers_.rend(),
+                           [&](auto& e) { return e.first == p.constraint; });
+    if (it != idle_matchers_.rend()) {
+      s.matcher = std::move(it->second);
+      idle_matchers_.erase(std::next(it).base());
+    } else {
+      s.matcher = std::make_unique<constrain::Matcher>(p.constraint->matcher());
+      s.matcher->set_cache_limit(kMatcherCacheBytes);
+    }
+    // The text must be exactly the bytes the matcher saw: no SentencePiece
+    // leading-space stripping at the start of the continuation.
+    s.stream->continue_after(INT32_MAX);
+  }
   s.max_tokens = p.max_tokens > 0 ? p.max_tokens : opt_.ctx_size;
   const size_t n = common_prefix(s.session->cached_tokens(), p.prompt);
   s.reused = static_cast<int>(std::min(n, p.prompt.empty() ? 0 : p.prompt.size() - 1));
@@ -244,19 +265,27 @@ void Scheduler::decode_step(std::vector<Slot*>& rows) {
 // order of checks as Session::generate.
 void Scheduler::after_logits(Slot& s, std::span<float> logits) {
   Job& job = *s.job;
-  const int32_t next = s.sampler->sample(logits, s.history);
+  int32_t next;
+  try {
+    next = sample(s, logits);
+  } catch (const std::exception& e) {
+    return end(s, "stop", e.what());
+  }
   {
     std::lock_guard lk(mu_);
     const auto now = Clock::now();
     recent_.emplace_back(now, 1);
     while (!recent_.empty() && now - recent_.front().first > std::chrono::seconds(10)) recent_.pop_front();
   }
-  if (job.params().stop_at_eos && tok_->is_eos(next)) return end(s, "stop");
+  // Under a constraint an end-of-sequence id is allowed only where the
+  // output is complete, and it ends the output even with ignore_eos.
+  if ((job.params().stop_at_eos || s.matcher) && tok_->is_eos(next)) return end(s, "stop");
   ++s.generated;
   job.generated.store(s.generated);
   s.history.push_back(next);
   job.emit(s.stream->push(next));
   if (s.stream->stopped()) return end(s, "stop");
+  if (s.matcher && s.matcher->complete()) return end(s, "stop");  // nothing may follow
   if (s.generated >= s.max_tokens) return end(s, "length");
   const KVCache& cache = s.session->context().cache;
   if (cache.size() >= cache.capacity()) return end(s, "length");
@@ -264,6 +293,18 @@ void Scheduler::after_logits(Slot& s, std::span<float> logits) {
   if (Clock::now() >= job.params().deadline) return end(s, "length");
   s.pending = next;
   s.state = Slot::State::Decode;
+}
+
+// The slot's next token: under a constraint, from the masked logits, and
+// the matcher moves by it. Throws when the constraint allows no token.
+int32_t Scheduler::sample(Slot& s, std::span<float> logits) {
+  if (!s.matcher) return s.sampler->sample(logits, s.history);
+  float us = 0;
+  const int32_t next = sample_constrained(*s.sampler, *s.matcher, logits, s.history, &us);
+  std::lock_guard lk(mu_);
+  ++totals_.constrained_tokens;
+  totals_.mask_seconds += us * 1e-6;
+  return next;
 }
 
 void Scheduler::end(Slot& s, const char* reason, const std::string& error) {
@@ -279,6 +320,11 @@ void Scheduler::end(Slot& s, const char* reason, const std::string& error) {
     if (std::string(reason) == "cancelled") ++totals_.cancelled;
     totals_.generated_tokens += static_cast<uint64_t>(s.generated);
     --busy_;
+  }
+  if (s.matcher) {
+    s.matcher->reset();
+    idle_matchers_.emplace_back(s.job->params().constraint, std::move(s.matcher));
+    if (idle_matchers_.size() > slots_.size() + 4) idle_matchers_.erase(idle_matchers_.begin());
   }
   s.job.reset();
   s.sampler.reset();

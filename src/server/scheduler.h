@@ -7,6 +7,11 @@
 // chunk (Model::kMaxBatch tokens) for each slot that is reading its prompt,
 // then one decode step for every generating slot as one batched forward pass
 // (Model::forward_decode: each weight read once per step for all of them).
+// A request with a constraint (response_format) gets a matcher in its slot:
+// the slot's logits are masked before sampling, the matcher advances with
+// the chosen token, and the slot ends ("stop") when the output is a
+// complete match. Matchers are reused across requests with the same
+// compiled constraint (their mask caches stay warm).
 // Cancellation (a client that went away) and the request deadline are
 // checked before every step, so a cancelled request frees its slot within
 // one decode step.
@@ -33,6 +38,7 @@ struct JobParams {
   std::vector<std::string> stop;
   SamplerConfig sampling;
   bool stop_at_eos = true;
+  std::shared_ptr<const constrain::Constraint> constraint;  // null: free text
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
@@ -85,6 +91,8 @@ struct SchedulerStats {
   int slots = 0, busy = 0, queued = 0;
   uint64_t requests = 0, cancelled = 0, prompt_tokens = 0, reused_tokens = 0, generated_tokens = 0;
   uint64_t decode_steps = 0, decode_rows = 0;
+  uint64_t constrained_tokens = 0;  // tokens sampled under a constraint
+  double mask_seconds = 0;          // time spent getting their masks
   double recent_tokens_per_second = 0;  // generated tokens over the last 10 s
 };
 
@@ -107,6 +115,7 @@ class Scheduler {
   void prefill_step(Slot& s);
   void decode_step(std::vector<Slot*>& rows);
   void after_logits(Slot& s, std::span<float> logits);
+  int32_t sample(Slot& s, std::span<float> logits);
   void end(Slot& s, const char* reason, const std::string& error = {});
 
   std::shared_ptr<const Model> model_;
@@ -123,6 +132,9 @@ class Scheduler {
   bool stop_ = false;
   int busy_ = 0;
   uint64_t use_clock_ = 0;  // worker thread only
+  // Idle matchers of recent constraints, most recently used last (worker
+  // thread only; at most slots + 4).
+  std::vector<std::pair<std::shared_ptr<const constrain::Constraint>, std::unique_ptr<constrain::Matcher>>> idle_matchers_;
   SchedulerStats totals_;
   std::deque<std::pair<std::chrono::steady_clock::time_point, int>> recent_;  // decode steps of the last 10 s
   std::thread worker_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #include "util/error.h"
 
@@ -59,8 +60,18 @@ uint64_t next_of(uint64_t s) { return s & 0xffff; }
 
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads) {
+int ThreadPool::thread_limit() {
+  const char* env = std::getenv("POCKET_MAX_THREADS");
+  if (!env || !*env) return 256;
+  char* end = nullptr;
+  const long v = std::strtol(env, &end, 10);
+  if (*end != '\0' || v < 1 || v > 256) fail("POCKET_MAX_THREADS='", env, "' is not a thread count in [1, 256]");
+  return static_cast<int>(v);
+}
+
+ThreadPool::ThreadPool(int n_threads) {
   if (n_threads < 1 || n_threads > 256) fail("thread count ", n_threads, " is out of range [1, 256]");
+  n_threads_ = std::min(n_threads, thread_limit());
   for (int i = 1; i < n_threads; ++i) threads_.emplace_back([this, i] { worker(i); });
 }
 

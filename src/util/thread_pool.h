@@ -17,7 +17,12 @@ namespace pocket {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int n_threads);  // n_threads >= 1; the caller is thread 0
+  // n_threads >= 1; the caller is thread 0. The environment variable
+  // POCKET_MAX_THREADS caps every pool (containers with a CPU quota, CPUs
+  // shared with the app's own threads, emulators where waiting threads crawl);
+  // results do not depend on the thread count.
+  explicit ThreadPool(int n_threads);
+  static int thread_limit();  // POCKET_MAX_THREADS, or 256; a bad value is an Error
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;

@@ -362,7 +362,8 @@ TEST(CApi, StructLayoutsAreFrozen) {
   EXPECT_EQ(offsetof(pocket_generate_options, choices), 88u);
   EXPECT_EQ(offsetof(pocket_generate_options, n_choices), 96u);
   EXPECT_EQ(offsetof(pocket_generate_options, json_whitespace), 100u);
-  EXPECT_EQ(sizeof(pocket_generate_options), 104u);
+  EXPECT_EQ(offsetof(pocket_generate_options, json_open), 104u);  // appended
+  EXPECT_EQ(sizeof(pocket_generate_options), 112u);
   EXPECT_EQ(offsetof(pocket_stats, prompt_tokens), 4u);
   EXPECT_EQ(offsetof(pocket_stats, reused_tokens), 8u);
   EXPECT_EQ(offsetof(pocket_stats, generated_tokens), 12u);

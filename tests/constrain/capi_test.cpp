@@ -109,9 +109,42 @@ TEST(ConstrainApi, COlderStructSizesStillWork) {
 
   o.struct_size = offsetof(pocket_generate_options, constraint_kind) + 8;
   EXPECT_EQ(pocket_session_generate(session, "x", &o, collect, &text, nullptr), POCKET_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(pocket_last_error()).find("not the size of any version of the struct (72, 104 bytes)"),
+  EXPECT_NE(std::string(pocket_last_error()).find("not the size of any version of the struct (72, 104, 112 bytes)"),
             std::string::npos)
       << pocket_last_error();
+}
+
+// json_open reaches the schema compiler: an object listing only "a" takes
+// no other key when closed (the default), and lets others in when open.
+TEST(ConstrainApi, CJsonOpenAllowsPropertiesTheSchemaDoesNotList) {
+  Opened opened;
+  ASSERT_TRUE(opened.ok()) << pocket_last_error();
+  pocket_generate_options o;
+  pocket_generate_options_init(&o);
+  EXPECT_EQ(o.json_open, 0);
+  o.constraint_kind = "json-schema";
+  o.constraint_text = R"({"type":"object","properties":{"a":{"type":"integer"}}})";
+  o.max_tokens = 12;
+  o.temperature = 1.5f;
+  o.top_k = 0;
+  o.top_p = 1.0f;
+  o.min_p = 0.0f;
+  int other_keys = 0;
+  for (int open = 0; open < 2; ++open)
+    for (uint64_t seed = 1; seed <= 6; ++seed) {
+      o.json_open = open;
+      o.seed = seed;
+      std::string text;
+      ASSERT_EQ(pocket_session_generate(opened.session, "Once upon a time", &o, collect, &text, nullptr), POCKET_OK)
+          << pocket_last_error();
+      const bool other = text.starts_with("{\"") && !text.starts_with("{\"a\"");
+      if (!open) {
+        EXPECT_FALSE(other) << "seed " << seed << ": " << text;
+      } else {
+        other_keys += other;
+      }
+    }
+  EXPECT_GT(other_keys, 0) << "no open-object output had another key: json_open did not reach the compiler";
 }
 
 TEST(ConstrainApi, CppEngineRegexInChat) {

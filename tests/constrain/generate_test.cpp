@@ -116,7 +116,11 @@ TEST(ConstrainGenerate, RegexChoiceGrammarAndGreedy) {
   re.text = "(\\+86 )?1[3-9][0-9]{9}|[a-z]{2,8}@example\\.(com|cn)";
   auto c = constrain::compile_constraint(re, vocab);
   const std::regex sre(re.text);
+  // Under qemu (119 s for all seeds) one sampled and the greedy run per
+  // constraint: the masks are ISA-independent, the logits' kernels are not.
+  const bool emulated = test::emulated();
   for (int seed = 1; seed <= 4; ++seed) {
+    if (emulated && seed == 2) seed = 4;
     auto r = run(m, c, seed, 60, seed == 4 ? 0.0f : 1.0f);
     ASSERT_TRUE(r.constraint_complete) << r.text;
     EXPECT_TRUE(std::regex_match(r.text, sre)) << r.text;
@@ -125,7 +129,7 @@ TEST(ConstrainGenerate, RegexChoiceGrammarAndGreedy) {
   ch.kind = ConstraintSpec::Kind::Choice;
   ch.choices = {"positive", "negative", "neutral", "中性"};
   auto cc = constrain::compile_constraint(ch, vocab);
-  for (int seed = 1; seed <= 4; ++seed) {
+  for (int seed = 1; seed <= (emulated ? 1 : 4); ++seed) {
     auto r = run(m, cc, seed, 20);
     EXPECT_NE(std::find(ch.choices.begin(), ch.choices.end(), r.text), ch.choices.end()) << r.text;
   }
@@ -134,7 +138,7 @@ TEST(ConstrainGenerate, RegexChoiceGrammarAndGreedy) {
   g.text = read_text_file(test::test_data_dir() + "/constrain/gbnf/chinese.gbnf");
   auto gc = constrain::compile_constraint(g, vocab);
   const std::regex zh("(你好|您好|早上好)，");
-  for (int seed = 1; seed <= 3; ++seed) {
+  for (int seed = 1; seed <= (emulated ? 1 : 3); ++seed) {
     auto r = run(m, gc, seed, 60);
     EXPECT_TRUE(std::regex_search(r.text, zh)) << r.text;
     if (r.constraint_complete) {

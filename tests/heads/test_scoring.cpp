@@ -125,7 +125,8 @@ TEST(HeadsModel, PackedCandidatesEqualAFullPrefillEach) {
                         " it rained.", " Lily laughed and ran to the big tree.", " no"})
     cands.push_back(m.tokenizer->encode(t, {false, false}));
   FeatureRunner runner(m.model, 2, 48);
-  for (int layer : {-1, 2, 4})
+  const std::vector<int> layers = test::emulated() ? std::vector<int>{2} : std::vector<int>{-1, 2, 4};  // 76 s under qemu
+  for (int layer : layers)
     for (Pooling p : {Pooling::Mean, Pooling::Last}) {
       FeatureSpec spec;
       spec.pooling = p;

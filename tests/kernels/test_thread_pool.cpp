@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "util/thread_pool.h"
@@ -55,6 +58,37 @@ TEST(ThreadPool, EmptyRangeAndBadSize) {
   pool.parallel_for(0, [&](int64_t, int64_t, int) { called = true; });
   EXPECT_FALSE(called);
   EXPECT_THROW(ThreadPool(0), Error);
+}
+
+// Sets an environment variable for one scope and restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() { old_ ? setenv(name_, old_->c_str(), 1) : unsetenv(name_); }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(ThreadPool, MaxThreadsEnvironmentCapsEveryPool) {
+  {
+    ScopedEnv cap("POCKET_MAX_THREADS", "2");
+    EXPECT_EQ(ThreadPool::thread_limit(), 2);
+    ThreadPool pool(5);
+    EXPECT_EQ(pool.size(), 2);
+    check_cover(pool, 1000, 16);
+    EXPECT_EQ(ThreadPool(1).size(), 1);
+  }
+  for (const char* bad : {"0", "-1", "two", "2x", "257"}) {
+    ScopedEnv cap("POCKET_MAX_THREADS", bad);
+    EXPECT_THROW(ThreadPool(2), Error) << bad;
+  }
+  ScopedEnv none("POCKET_MAX_THREADS", "");
+  EXPECT_EQ(ThreadPool(3).size(), 3);
 }
 
 }  // namespace

@@ -131,7 +131,7 @@ TEST_P(KQuantModel, FastForwardMatchesTheReferenceOnTheSameFile) {
     }
   }
 
-  const int V = file->config.vocab_size, n = 21;
+  const int V = file->config.vocab_size, n = test::emulated() ? 9 : 21;  // the float64 reference crawls under qemu
   auto tokens = some_tokens(n, V, 8);
   const auto want = reference_logits(*file, tokens);
   ThreadPool pool(2);

@@ -144,6 +144,12 @@ TEST(SourceGrid, NoExactFormIsRefused) {
   const uint16_t big = f32_to_f16(60000.0f);  // d * 63 overflows fp16
   std::memcpy(t.bytes.data() + 144, &big, 2);
   EXPECT_FALSE(can_repack_to_pq(t.view));
+  // The one-pass load-time form says the same, and the throwing one names it.
+  EXPECT_FALSE(try_repack_rows_to_pq(t.view, 0, 2).has_value());
+  EXPECT_THROW(repack_rows_to_pq(t.view, 0, 2), Error);
+  std::memcpy(t.bytes.data() + 144, t.bytes.data(), 2);
+  ASSERT_TRUE(try_repack_rows_to_pq(t.view, 0, 2).has_value());
+  EXPECT_EQ(*try_repack_rows_to_pq(t.view, 0, 2), repack_rows_to_pq(t.view, 0, 2));
   TensorView q6 = t.view;
   q6.type = DType::Q6_K;
   EXPECT_FALSE(can_repack_to_pq(q6));

@@ -104,11 +104,30 @@ TEST(ServerApi, BadRequestsAre400sNamingTheField) {
       {R"({"ignore_eos":1,"messages":[{"role":"user","content":"x"}]})", "ignore_eos", "true or false"},
       {R"({"stream_options":{},"messages":[{"role":"user","content":"x"}]})", "stream_options", "only allowed"},
       {R"({"n":2,"messages":[{"role":"user","content":"x"}]})", "n", "must be 1"},
-      {R"({"response_format":{"type":"json_schema","json_schema":{}},"messages":[{"role":"user","content":"x"}]})",
-       "response_format", "not supported yet"},
-      {R"({"response_format":{"type":"json_object"},"messages":[{"role":"user","content":"x"}]})", "response_format",
-       "constrained decoding"},
       {R"({"response_format":"json","messages":[{"role":"user","content":"x"}]})", "response_format", "object"},
+      {R"({"response_format":{},"messages":[{"role":"user","content":"x"}]})", "response_format.type", "string"},
+      {R"({"response_format":{"type":5},"messages":[{"role":"user","content":"x"}]})", "response_format.type",
+       "string"},
+      {R"({"response_format":{"type":"yaml"},"messages":[{"role":"user","content":"x"}]})", "response_format.type",
+       "supported types"},
+      {R"({"response_format":{"type":"json_schema"},"messages":[{"role":"user","content":"x"}]})",
+       "response_format.json_schema", "required"},
+      {R"({"response_format":{"type":"json_schema","json_schema":[]},"messages":[{"role":"user","content":"x"}]})",
+       "response_format.json_schema", "must be an object"},
+      {R"({"response_format":{"type":"json_schema","json_schema":{"schema":{}}},"messages":[{"role":"user","content":"x"}]})",
+       "response_format.json_schema.name", "required"},
+      {R"({"response_format":{"type":"json_schema","json_schema":{"name":7,"schema":{}}},"messages":[{"role":"user","content":"x"}]})",
+       "response_format.json_schema.name", "must be a string"},
+      {R"({"response_format":{"type":"json_schema","json_schema":{"name":"a b","schema":{}}},"messages":[{"role":"user","content":"x"}]})",
+       "response_format.json_schema.name", "letters, digits"},
+      {R"({"response_format":{"type":"json_schema","json_schema":{"name":"p"}},"messages":[{"role":"user","content":"x"}]})",
+       "response_format.json_schema.schema", "required"},
+      {R"({"response_format":{"type":"json_schema","json_schema":{"name":"p","schema":"{}"}},"messages":[{"role":"user","content":"x"}]})",
+       "response_format.json_schema.schema", "must be an object"},
+      {R"({"response_format":{"type":"json_schema","json_schema":{"name":"p","schema":{},"strict":"yes"}},"messages":[{"role":"user","content":"x"}]})",
+       "response_format.json_schema.strict", "true or false"},
+      {R"({"response_format":{"type":"json_schema","json_schema":{"name":"p","schema":{},"description":1}},"messages":[{"role":"user","content":"x"}]})",
+       "response_format.json_schema.description", "must be a string"},
       {R"({"tools":[],"messages":[{"role":"user","content":"x"}]})", "tools", "not supported"},
       {R"({"logprobs":true,"messages":[{"role":"user","content":"x"}]})", "logprobs", "not supported"},
       {R"({"frequency_penalty":1,"messages":[{"role":"user","content":"x"}]})", "frequency_penalty", "not supported"},
@@ -129,6 +148,30 @@ TEST(ServerApi, BadRequestsAre400sNamingTheField) {
     EXPECT_EQ(j["error"]["type"], "invalid_request_error");
     EXPECT_EQ(j["error"]["param"], b.param[0] ? json(b.param) : json(nullptr));
   }
+}
+
+TEST(ServerApi, ParsesResponseFormats) {
+  auto with = [](const std::string& rf) {
+    return parse_request(R"({"messages":[{"role":"user","content":"x"}],"response_format":)" + rf + "}", Endpoint::Chat);
+  };
+  using Kind = constrain::ConstraintSpec::Kind;
+  EXPECT_EQ(with(R"({"type":"text"})").constraint.kind, Kind::None);
+  CompletionRequest any = with(R"({"type":"json_object"})");
+  EXPECT_EQ(any.constraint.kind, Kind::Json);
+  EXPECT_EQ(any.constraint_param, "response_format");
+  // The schema keeps the request's key order (the output's property order),
+  // not the alphabetical order of a sorted map.
+  CompletionRequest s = with(
+      R"({"type":"json_schema","json_schema":{"name":"card-1","strict":true,"description":"d",
+          "schema":{"type":"object","properties":{"zeta":{"type":"integer"},"alpha":{"type":"string"}},
+                    "required":["zeta","alpha"]}}})");
+  EXPECT_EQ(s.constraint.kind, Kind::JsonSchema);
+  EXPECT_EQ(s.constraint_param, "response_format.json_schema.schema");
+  EXPECT_EQ(s.constraint.text,
+            R"({"type":"object","properties":{"zeta":{"type":"integer"},"alpha":{"type":"string"}},"required":["zeta","alpha"]})");
+  // Completions take it too.
+  CompletionRequest c = parse_request(R"({"prompt":"x","response_format":{"type":"json_object"}})", Endpoint::Completion);
+  EXPECT_EQ(c.constraint.kind, Kind::Json);
 }
 
 TEST(ServerApi, ErrorBodiesHaveOpenAIsShape) {

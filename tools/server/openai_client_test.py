@@ -1,12 +1,15 @@
 """The official `openai` Python client against `pocket serve` (stories260K,
 temperature 0): non-streaming and streaming chat and completions, stop
 strings, usage, the error statuses, the API key, a client that disconnects
-mid-stream, /metrics after a request, and the server examples of docs/embedding.md.
+mid-stream, /metrics after a request, structured output (response_format
+json_schema and json_object, outputs validated by the `jsonschema` package),
+and the server examples of docs/embedding.md.
 
     python openai_client_test.py --pocket build/release/pocket --model ../shared/models/stories260K.bin
 """
 import argparse
 import concurrent.futures
+import json
 import os
 import re
 import subprocess
@@ -16,6 +19,7 @@ import unittest
 import urllib.error
 import urllib.request
 
+import jsonschema
 import openai
 
 from pocket_server import PocketServer
@@ -149,12 +153,23 @@ class Errors(unittest.TestCase):
             c.chat.completions.create(model="s", messages=msgs, n=2)
         self.assert_error(ctx, 400, "n")
 
-    def test_response_format_is_a_clear_not_yet(self):
-        with self.assertRaises(openai.BadRequestError) as ctx:
-            client().chat.completions.create(
-                model="s", messages=[{"role": "user", "content": "Hi"}],
-                response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}})
-        self.assert_error(ctx, 400, "response_format", "not supported yet", "unsupported_parameter")
+    def test_bad_response_formats_name_the_field(self):
+        msgs = [{"role": "user", "content": "Hi"}]
+        cases = [
+            ({"type": "yaml"}, "response_format.type", "supported types"),
+            ({"type": "json_schema"}, "response_format.json_schema", "required"),
+            ({"type": "json_schema", "json_schema": {"schema": {}}}, "response_format.json_schema.name", "required"),
+            ({"type": "json_schema", "json_schema": {"name": "x", "schema": []}},
+             "response_format.json_schema.schema", "must be an object"),
+            # An unsupported keyword: the compiler's message names it and its JSON pointer.
+            ({"type": "json_schema", "json_schema": {"name": "x", "schema": {
+                "type": "object", "properties": {"a": {"type": "array", "uniqueItems": True}}}}},
+             "response_format.json_schema.schema", "'uniqueItems' at /properties/a/uniqueItems"),
+        ]
+        for rf, param, says in cases:
+            with self.assertRaises(openai.BadRequestError) as ctx:
+                client().chat.completions.create(model="s", messages=msgs, max_tokens=4, response_format=rf)
+            self.assert_error(ctx, 400, param, says)
 
     def test_prompt_longer_than_the_slot_context(self):
         with self.assertRaises(openai.BadRequestError) as ctx:
@@ -237,6 +252,80 @@ class Errors(unittest.TestCase):
         self.assertEqual(m["pocket_slots_busy"], 0)
         generated = m["pocket_generated_tokens_total"] - before["pocket_generated_tokens_total"]
         self.assertLess(generated, 240, "generation went on after the client left")
+
+
+PERSON = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 12},
+        "age": {"type": "integer", "minimum": 0, "maximum": 120},
+        "pets": {"type": "array", "items": {"enum": ["cat", "dog", "bird"]}, "maxItems": 3},
+    },
+    "required": ["name", "age", "pets"],
+    "additionalProperties": False,
+}
+TICKET = {
+    "type": "object",
+    "properties": {
+        "priority": {"enum": ["low", "high"]},
+        "done": {"type": "boolean"},
+        "id": {"type": "string", "format": "uuid"},
+    },
+    "required": ["priority", "done", "id"],
+    "additionalProperties": False,
+}
+
+
+class StructuredOutput(unittest.TestCase):
+    """response_format through the official client; every output parses and
+    validates with `jsonschema` (an independent validator)."""
+
+    def schema_format(self, name, schema):
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+
+    def test_json_schema_non_streaming_and_streaming_concurrently(self):
+        msgs = [{"role": "user", "content": PROMPT}]
+
+        def one(i):
+            schema = (PERSON, TICKET)[i % 2]
+            kw = dict(model="s", messages=msgs, max_tokens=200, temperature=1.0, seed=i,
+                      response_format=self.schema_format(("person", "ticket")[i % 2], schema))
+            if i % 3 == 2:  # some streamed
+                chunks = list(client().chat.completions.create(stream=True, **kw))
+                text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+                finish = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+                return schema, text, finish[-1]
+            r = client().chat.completions.create(**kw)
+            return schema, r.choices[0].message.content, r.choices[0].finish_reason
+
+        def plain(_):
+            return client().completions.create(model="s", prompt=PROMPT, max_tokens=16, temperature=0).choices[0].text
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            free = [pool.submit(plain, i) for i in range(2)]
+            results = list(pool.map(one, range(6)))
+        for schema, text, finish in results:
+            self.assertEqual(finish, "stop", text)
+            jsonschema.validate(json.loads(text), schema, format_checker=jsonschema.FormatChecker())
+        for f in free:  # plain requests beside them are untouched
+            self.assertEqual(f.result(), pocket_run(16))
+
+    def test_json_object(self):
+        r = client().chat.completions.create(model="s", messages=[{"role": "user", "content": PROMPT}],
+                                             max_tokens=200, temperature=0,
+                                             response_format={"type": "json_object"})
+        text = r.choices[0].message.content
+        if r.choices[0].finish_reason == "stop":
+            json.loads(text)
+        else:  # max_tokens first: said so, and what came is a JSON prefix
+            self.assertEqual(r.choices[0].finish_reason, "length")
+            self.assertIn(text[:1], '{["-0123456789tfn')
+
+    def test_max_tokens_first_is_length(self):
+        r = client().completions.create(model="s", prompt=PROMPT, max_tokens=3, temperature=0,
+                                        extra_body={"response_format": self.schema_format("person", PERSON)})
+        self.assertEqual(r.choices[0].finish_reason, "length")
+        self.assertTrue(r.choices[0].text.startswith('{"'), r.choices[0].text)
 
 
 class Metrics(unittest.TestCase):
