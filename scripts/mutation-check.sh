@@ -134,8 +134,16 @@ if [ "$arch" = x86 ]; then
     'const __m128 r = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1)), vscale);' \
     'const __m128 r = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1)), _mm_mul_ps(vscale, _mm_set1_ps(1.001f)));'
   mutation attention-k-block-position src/kernels/attention_impl.h \
-    'const T* kb = k + static_cast<size_t>(t0) * hd;' \
-    'const T* kb = k + static_cast<size_t>(t0 + (t0 > 0 ? 1 : 0)) * hd;'
+    'const P kb = k + static_cast<size_t>(t0) * hd;' \
+    'const P kb = k + static_cast<size_t>(t0 + (t0 > 0 ? 1 : 0)) * hd;'
+  # q4 KV rows: AVX-512 and AVX2 read the low nibbles where the high ones
+  # hold the elements (and the other way round).
+  mutation avx512-q4-kv-nibble-side src/kernels/attention_avx512.cpp \
+    'if (p.high()) c = _mm512_srli_epi32(c, 4);' \
+    'if (!p.high()) c = _mm512_srli_epi32(c, 4);'
+  mutation avx2-q4-kv-nibble-side src/kernels/ops_avx2.cpp \
+    'c = _mm256_and_si256(_mm256_srl_epi32(c, _mm_cvtsi32_si128(p.high() ? 4 : 0))' \
+    'c = _mm256_and_si256(_mm256_srl_epi32(c, _mm_cvtsi32_si128(p.high() ? 0 : 4))'
   # fp16 rows: f32 -> f16 truncates instead of rounding to nearest (AVX2).
   mutation avx2-f32-to-f16-rounding src/kernels/ops_avx2.cpp \
     '_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)' \
@@ -149,6 +157,10 @@ else
   mutation dotprod-pq4-zero-point-x1.001 src/kernels/tiled_kernels.h \
     'acc[t] = V::fma(m, V::set1(xsum[t]), V::fma(gacc[t], s, acc[t]));' \
     'acc[t] = V::fma(m, V::set1(xsum[t] * 1.001f), V::fma(gacc[t], s, acc[t]));'
+  # q4 KV rows: the NEON load reads the other nibble side.
+  mutation neon-q4-kv-nibble-side src/kernels/ops_neon.cpp \
+    'b = p.high() ? vshr_n_u8(b, 4) : vand_u8(b, vdup_n_u8(15));' \
+    'b = p.high() ? vand_u8(b, vdup_n_u8(15)) : vshr_n_u8(b, 4);'
   # NEON (no dotprod) PQ8: one int16 product lane subtracted (sign flip).
   mutation neon-pq8-sign src/kernels/kernels_neon.cpp \
     'acc[t][2 * i + 1] = vpadalq_s16(acc[t][2 * i + 1], ph);' \

@@ -18,8 +18,9 @@ void ModelOptions::add_to(CLI::App& app) {
 }
 
 void add_kv_option(CLI::App& app, std::string& kv) {
-  app.add_option("--kv", kv, "KV cache type: f16 (default) or q8 (int8 keys and values, a scale per row: half the memory)")
-      ->check(CLI::IsMember({"f16", "q8"}));
+  app.add_option("--kv", kv, "KV cache type: f16 (default), q8 (int8 keys and values, a scale per row: half the memory) or q4 (4-bit, a scale "
+                 "per row: about a quarter)")
+      ->check(CLI::IsMember({"f16", "q8", "q4"}));
 }
 
 LoadedModel ModelOptions::load(std::string* path_out, const MemoryRequest* budget) const {

@@ -9,7 +9,7 @@
 
 namespace pocket::cli {
 
-// --kv f16|q8: the KV cache's element type.
+// --kv f16|q8|q4: the KV cache's element type.
 void add_kv_option(CLI::App& app, std::string& kv);
 
 struct ModelOptions {

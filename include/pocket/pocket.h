@@ -98,7 +98,7 @@ struct EngineOptions {
   // model's weights as if this engine were alone on it.
   int mem_budget_mb = 0;
   int batch = 0;  // prompt tokens per forward pass (chunked prefill), 1-128; 0 = 128
-  std::string kv = "f16";      // KV cache type: "f16", or "q8" (int8 rows with a scale each: about half the memory)
+  std::string kv = "f16";      // KV cache type: "f16", "q8" (int8 rows with a scale each: about half the memory) or "q4" (4-bit: about a quarter)
 };
 
 struct GenerationOptions {

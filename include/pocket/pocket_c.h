@@ -201,8 +201,9 @@ typedef struct pocket_session_options {
    * context 0 the largest context that fits is chosen. 0 = no budget. */
   int32_t mem_budget_mb;
   int32_t batch;             /* prompt tokens per forward pass (chunked prefill), 1-128; 0 = 128 */
-  /* KV cache type (appended): NULL or "f16" (default), or "q8" (int8 keys
-   * and values with a scale per row, about half the memory); anything else
+  /* KV cache type (appended): NULL or "f16" (default), "q8" (int8 keys
+   * and values with a scale per row, about half the memory) or "q4" (4-bit
+   * codes with a scale per row, about a quarter); anything else
    * fails pocket_session_open with POCKET_ERR_INVALID_ARGUMENT. */
   const char* kv_cache;
 } pocket_session_options;

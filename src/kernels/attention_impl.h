@@ -1,12 +1,13 @@
 // The blocking of multi-query attention (kernels::attention_heads), written
 // once for every SIMD level. An ISA file supplies the inner loops as an
 // `Ops` type:
-//   template <int NQ, class T> static void scores(q, k, n_t, hd, scale, s, t0);
+//   template <int NQ, class P> static void scores(q, k, n_t, hd, scale, s, t0);
 //       s[j][t0 + t] = scale * q[j] . K[t], t in [0, n_t), NQ = 1 or 2
-//   template <int NQ, class T> static void values(p, v, n_t, hd, out, t0, first);
+//   template <int NQ, class P> static void values(p, v, n_t, hd, out, t0, first);
 //       out[j] (=, or += unless first) sum_t p[j][t0 + t] V[t]
-// for rows of T = uint16_t (fp16) or int8_t (the q8 cache, whose row
-// scales the driver applies: to a key's score after `scores`, to a value's
+// where P points at elements: const uint16_t* (fp16), const int8_t* (the
+// q8 cache) or Q4Ptr (the q4 cache; the ISA file's loads take all three).
+// The q8 and q4 row scales the driver applies: to a key's score after `scores`, to a value's
 // softmax weight before `values`, the same way for every query, so batch
 // invariance holds for both types).
 //   static void softmax(float* x, int n);
@@ -17,6 +18,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/table.h"
 
@@ -40,6 +42,28 @@ inline void prefetch_row(const T* row, int hd) {
   for (int b = 0; b < hd * static_cast<int>(sizeof(T)); b += 64) __builtin_prefetch(p + b);
 }
 
+// Element `elem` of q4 rows starting at `base` (kernels::Q4Rows layout;
+// the SIMD loops take head_dim a multiple of 32, so every group holds 32
+// elements). Pointer arithmetic counts elements, as for the other types.
+// A load of 4, 8 or 16 elements at a multiple of that count reads bytes()
+// onwards and takes their low nibbles (elements 0-15 of a group) or their
+// high nibbles (16-31), as high() says.
+struct Q4Ptr {
+  const uint8_t* base;
+  size_t elem;
+  Q4Ptr operator+(size_t n) const { return {base, elem + n}; }
+  Q4Ptr& operator+=(size_t n) {
+    elem += n;
+    return *this;
+  }
+  const uint8_t* bytes() const { return base + elem / 32 * 16 + elem % 16; }
+  bool high() const { return (elem & 16) != 0; }
+};
+inline void prefetch_row(Q4Ptr row, int hd) {
+  const char* p = reinterpret_cast<const char*>(row.base + row.elem / 2);
+  for (int b = 0; b < hd / 2; b += 64) __builtin_prefetch(p + b);
+}
+
 // The scalar reference, for head sizes an ISA's loops do not take.
 inline void attention_fallback(const AttentionQueries& qs, const uint16_t* k, const float*, const uint16_t* v,
                                const float*, int hd, float scale, float* scratch) {
@@ -50,11 +74,21 @@ inline void attention_fallback(const AttentionQueries& qs, const int8_t* k, cons
   kernel_table(Isa::Scalar).attention_heads_q8(qs, {k, ks}, {v, vs}, hd, scale, scratch);
 }
 
-// k_scale / v_scale: the row scales of an int8 cache, null for fp16.
-template <class Ops, class T>
-void attention_heads_blocked(const AttentionQueries& qs, const T* k, const float* k_scale, const T* v,
-                             const float* v_scale, int hd, float scale, float* scratch) {
-  if (hd % Ops::kLanes != 0) {
+inline void attention_fallback(const AttentionQueries& qs, Q4Ptr k, const float* ks, Q4Ptr v, const float* vs, int hd,
+                               float scale, float* scratch) {
+  kernel_table(Isa::Scalar).attention_heads_q4(qs, {k.base + k.elem / 2, ks}, {v.base + v.elem / 2, vs}, hd, scale,
+                                                scratch);
+}
+template <class P>
+constexpr int lanes_needed(int lanes) {
+  return std::is_same_v<P, Q4Ptr> ? 32 : lanes;  // q4: whole groups of 32
+}
+
+// k_scale / v_scale: the row scales of a q8 or q4 cache, null for fp16.
+template <class Ops, class P>
+void attention_heads_blocked(const AttentionQueries& qs, P k, const float* k_scale, P v, const float* v_scale, int hd,
+                             float scale, float* scratch) {
+  if (hd % lanes_needed<P>(Ops::kLanes) != 0) {
     attention_fallback(qs, k, k_scale, v, v_scale, hd, scale, scratch);
     return;
   }
@@ -71,7 +105,7 @@ void attention_heads_blocked(const AttentionQueries& qs, const T* k, const float
   // its own [first, n_ctx) are valid rows of other tokens; the mask drops them).
   for (int t0 = 0; t0 < span; t0 += kAttnBlock) {
     const int n_t = std::min(kAttnBlock, span - t0);
-    const T* kb = k + static_cast<size_t>(t0) * hd;
+    const P kb = k + static_cast<size_t>(t0) * hd;
     int j = 0;
     for (; j + 2 <= qs.n; j += 2) Ops::template scores<2>(qs.q + j, kb, n_t, hd, scale, s + j, t0);
     if (j < qs.n) Ops::template scores<1>(qs.q + j, kb, n_t, hd, scale, s + j, t0);
@@ -89,7 +123,7 @@ void attention_heads_blocked(const AttentionQueries& qs, const T* k, const float
   }
   for (int t0 = 0; t0 < span; t0 += kAttnBlock) {
     const int n_t = std::min(kAttnBlock, span - t0);
-    const T* vb = v + static_cast<size_t>(t0) * hd;
+    const P vb = v + static_cast<size_t>(t0) * hd;
     int j = 0;
     for (; j + 2 <= qs.n; j += 2) Ops::template values<2>(s + j, vb, n_t, hd, qs.out + j, t0, t0 == 0);
     if (j < qs.n) Ops::template values<1>(s + j, vb, n_t, hd, qs.out + j, t0, t0 == 0);

@@ -179,6 +179,28 @@ void quantize_row_q8(const float* x, int8_t* y, float* scale, int n) {
   for (int i = 0; i < n; ++i) y[i] = static_cast<int8_t>(std::lround(std::clamp(x[i] * inv, -127.0f, 127.0f)));
   *scale = d;
 }
+void attention_heads_q4(const AttentionQueries& qs, Q4Rows k, Q4Rows v, int head_dim, float scale, float* scratch) {
+  check_queries(qs);
+  active().attention_heads_q4(qs, k, v, head_dim, scale, scratch);
+}
+int q4_code(const uint8_t* row, int i, int head_dim) {
+  const int g0 = i / 32 * 32, g = std::min(32, head_dim - g0), half = g / 2, w = i - g0;
+  const uint8_t b = row[g0 / 2 + w % half];
+  return (w < half ? b & 15 : b >> 4) - 8;
+}
+void quantize_row_q4(const float* x, uint8_t* y, float* scale, int n) {
+  float amax = 0.0f;
+  for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float d = amax / 7.0f;
+  const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+  std::fill(y, y + n / 2, uint8_t{0});
+  for (int i = 0; i < n; ++i) {
+    const int c = 8 + static_cast<int>(std::lround(std::clamp(x[i] * inv, -7.0f, 7.0f)));
+    const int g0 = i / 32 * 32, g = std::min(32, n - g0), half = g / 2, w = i - g0;
+    y[g0 / 2 + w % half] |= static_cast<uint8_t>(w < half ? c : c << 4);
+  }
+  *scale = d;
+}
 void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) { active().f32_to_f16_row(x, y, n); }
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n) { active().f16_to_f32_row(x, y, n); }
 

@@ -86,6 +86,25 @@ void attention_heads_q8(const AttentionQueries& qs, Q8Rows k, Q8Rows v, int head
 // y[i] = round(x[i] / scale), ties away from zero. The same on every ISA.
 void quantize_row_q8(const float* x, int8_t* y, float* scale, int n);
 
+// One head's rows of a 4-bit KV cache (--kv q4): row t holds head_dim
+// 4-bit codes in head_dim / 2 bytes from q + t * head_dim / 2, and the
+// value of element i is scale[t] * (code_i - 8), codes in [1, 15].
+// Within a row the elements go in groups of 32 (the last group may be
+// shorter, g elements, g even): byte j of a group holds element j in its
+// low nibble and element j + g / 2 in its high nibble, so one 16-byte load
+// gives 16 consecutive elements on each nibble side. head_dim must be even.
+struct Q4Rows {
+  const uint8_t* q;
+  const float* scale;
+};
+// Element i of a q4 row (its code minus 8, in [-7, 7]).
+int q4_code(const uint8_t* row, int i, int head_dim);
+// attention_heads over 4-bit K and V rows, read as stored.
+void attention_heads_q4(const AttentionQueries& qs, Q4Rows k, Q4Rows v, int head_dim, float scale, float* scratch);
+// One row to 4 bits with one scale: scale = max|x| / 7 (0 for a zero row),
+// code = 8 + round(x[i] / scale), ties away from zero. The same on every ISA.
+void quantize_row_q4(const float* x, uint8_t* y, float* scale, int n);
+
 // Row conversions between f32 and fp16 (round to nearest even).
 void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
 void f16_to_f32_row(const uint16_t* x, float* y, int64_t n);

@@ -90,7 +90,12 @@ inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(
 inline __m256 load8(const int8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
-
+// 8 elements of a q4 row (one nibble side of 8 bytes), as code - 8.
+inline __m256 load8(Q4Ptr p) {
+  __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p.bytes())));
+  c = _mm256_and_si256(_mm256_srl_epi32(c, _mm_cvtsi32_si128(p.high() ? 4 : 0)), _mm256_set1_epi32(15));
+  return _mm256_cvtepi32_ps(_mm256_sub_epi32(c, _mm256_set1_epi32(8)));
+}
 
 // Inner loops of the multi-query attention (driver: attention_impl.h).
 struct AttentionOpsAvx2 {
@@ -105,16 +110,16 @@ struct AttentionOpsAvx2 {
   // copies, so every score is computed the same way wherever the position
   // falls: one query's scores do not depend on the span of the others
   // (batch invariance: decode, verify and prefill agree bit for bit).
-  template <int NQ, class T>
-  static void scores(const float* const* q, const T* k, int n_t, int hd, float scale, float* const* s, int t0) {
+  template <int NQ, class P>
+  static void scores(const float* const* q, P k, int n_t, int hd, float scale, float* const* s, int t0) {
     const __m128 vscale = _mm_set1_ps(scale);
     for (int t = 0; t < n_t; t += 4) {
       const int valid = std::min(4, n_t - t);
       __m256 acc[NQ][4];
       for (int j = 0; j < NQ; ++j)
         for (int p = 0; p < 4; ++p) acc[j][p] = _mm256_setzero_ps();
-      const T* kt = k + static_cast<size_t>(t) * hd;
-      const T* rows[4];
+      P kt = k + static_cast<size_t>(t) * hd;
+      P rows[4];
       for (int p = 0; p < 4; ++p) rows[p] = kt + std::min(p, valid - 1) * hd;
       for (int p = 0; p < 4; ++p) prefetch_row(kt + (kAttnPrefetchRows + p) * hd, hd);
       for (int d = 0; d < hd; d += 8) {
@@ -138,8 +143,8 @@ struct AttentionOpsAvx2 {
   // out_j += sum_t p_j[t0 + t] V[t] over t in [0, n_t) (out_j = ... when
   // `first`), NQ (1 or 2) queries and 32 columns per pass: 8 accumulators,
   // 4 converted V vectors and 2 broadcasts fit the 16 ymm registers.
-  template <int NQ, class T>
-  static void values(const float* const* p, const T* v, int n_t, int hd, float* const* out, int t0, bool first) {
+  template <int NQ, class P>
+  static void values(const float* const* p, P v, int n_t, int hd, float* const* out, int t0, bool first) {
     for (int d = 0; d < hd; d += 32) {
       const int w = std::min(32, hd - d) / 8;  // vectors in this pass (hd is a multiple of 8)
       __m256 acc[NQ][4];
@@ -147,7 +152,7 @@ struct AttentionOpsAvx2 {
         for (int i = 0; i < 4; ++i) acc[j][i] = (first || i >= w) ? _mm256_setzero_ps() : _mm256_loadu_ps(out[j] + d + 8 * i);
       if (w == 4) {
         for (int t = 0; t < n_t; ++t) {
-          const T* vt = v + static_cast<size_t>(t) * hd + d;
+          P vt = v + static_cast<size_t>(t) * hd + d;
           if (d == 0) prefetch_row(vt + kAttnPrefetchRows * hd, hd);
           const __m256 v0 = load8(vt), v1 = load8(vt + 8), v2 = load8(vt + 16), v3 = load8(vt + 24);
           for (int j = 0; j < NQ; ++j) {
@@ -180,6 +185,10 @@ void attention_heads_q8_avx2(const AttentionQueries& qs, Q8Rows k, Q8Rows v, int
   attention_heads_blocked<AttentionOpsAvx2>(qs, k.q, k.scale, v.q, v.scale, hd, scale, scratch);
 }
 
+void attention_heads_q4_avx2(const AttentionQueries& qs, Q4Rows k, Q4Rows v, int hd, float scale, float* scratch) {
+  attention_heads_blocked<AttentionOpsAvx2>(qs, Q4Ptr{k.q, 0}, k.scale, Q4Ptr{v.q, 0}, v.scale, hd, scale, scratch);
+}
+
 void f32_to_f16_row_avx2(const float* x, uint16_t* y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -204,6 +213,7 @@ void install_x86_ops(KernelTable& t) {
   t.rope = rope_avx2;
   t.attention_heads = attention_heads_avx2;
   t.attention_heads_q8 = attention_heads_q8_avx2;
+  t.attention_heads_q4 = attention_heads_q4_avx2;
   t.f32_to_f16_row = f32_to_f16_row_avx2;
   t.f16_to_f32_row = f16_to_f32_row_avx2;
 }

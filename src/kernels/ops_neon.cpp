@@ -193,6 +193,16 @@ inline float32x4_t load4(const int8_t* p) {
   return vcvtq_f32_s32(vmovl_s16(vget_low_s16(h)));
 }
 
+// 4 elements of a q4 row (one nibble side of 4 bytes), as code - 8.
+inline float32x4_t load4(Q4Ptr p) {
+  uint32_t w;
+  std::memcpy(&w, p.bytes(), 4);
+  uint8x8_t b = vreinterpret_u8_u32(vdup_n_u32(w));
+  b = p.high() ? vshr_n_u8(b, 4) : vand_u8(b, vdup_n_u8(15));
+  const int16x8_t h = vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(b)), vdupq_n_s16(8));
+  return vcvtq_f32_s32(vmovl_s16(vget_low_s16(h)));
+}
+
 // Inner loops of the multi-query attention (driver: attention_impl.h).
 struct AttentionOpsNeon {
   static constexpr int kLanes = 4;
@@ -203,15 +213,15 @@ struct AttentionOpsNeon {
   // pairwise-add levels turn 4 accumulators into 4 scores. A short last step
   // repeats its last row, so every score takes the same path wherever it
   // falls (batch invariance, as on x86).
-  template <int NQ, class T>
-  static void scores(const float* const* q, const T* k, int n_t, int hd, float scale, float* const* s, int t0) {
+  template <int NQ, class P>
+  static void scores(const float* const* q, P k, int n_t, int hd, float scale, float* const* s, int t0) {
     for (int t = 0; t < n_t; t += 4) {
       const int valid = std::min(4, n_t - t);
       float32x4_t acc[NQ][4];
       for (int j = 0; j < NQ; ++j)
         for (int p = 0; p < 4; ++p) acc[j][p] = vdupq_n_f32(0.0f);
-      const T* kt = k + static_cast<size_t>(t) * hd;
-      const T* rows[4];
+      P kt = k + static_cast<size_t>(t) * hd;
+      P rows[4];
       for (int p = 0; p < 4; ++p) rows[p] = kt + std::min(p, valid - 1) * hd;
       for (int p = 0; p < 4; ++p) prefetch_row(kt + (kAttnPrefetchRows + p) * hd, hd);
       for (int d = 0; d < hd; d += 4) {
@@ -238,15 +248,15 @@ struct AttentionOpsNeon {
 
   // out_j (+)= sum_t p_j[t0 + t] V[t], NQ (1 or 2) queries, up to 32 columns
   // per pass: 16 accumulators and 8 converted V vectors of the 32 registers.
-  template <int NQ, class T>
-  static void values(const float* const* p, const T* v, int n_t, int hd, float* const* out, int t0, bool first) {
+  template <int NQ, class P>
+  static void values(const float* const* p, P v, int n_t, int hd, float* const* out, int t0, bool first) {
     for (int d = 0; d < hd; d += 32) {
       const int w = std::min(32, hd - d) / 4;  // vectors in this pass (hd is a multiple of 4)
       float32x4_t acc[NQ][8];
       for (int j = 0; j < NQ; ++j)
         for (int i = 0; i < 8; ++i) acc[j][i] = (first || i >= w) ? vdupq_n_f32(0.0f) : vld1q_f32(out[j] + d + 4 * i);
       for (int t = 0; t < n_t; ++t) {
-        const T* vt = v + static_cast<size_t>(t) * hd + d;
+        P vt = v + static_cast<size_t>(t) * hd + d;
         if (d == 0) prefetch_row(vt + kAttnPrefetchRows * hd, hd);
         float32x4_t vv[8];
         for (int i = 0; i < w; ++i) vv[i] = load4(vt + 4 * i);
@@ -270,6 +280,10 @@ void attention_heads_q8_neon(const AttentionQueries& qs, Q8Rows k, Q8Rows v, int
   attention_heads_blocked<AttentionOpsNeon>(qs, k.q, k.scale, v.q, v.scale, hd, scale, scratch);
 }
 
+void attention_heads_q4_neon(const AttentionQueries& qs, Q4Rows k, Q4Rows v, int hd, float scale, float* scratch) {
+  attention_heads_blocked<AttentionOpsNeon>(qs, Q4Ptr{k.q, 0}, k.scale, Q4Ptr{v.q, 0}, v.scale, hd, scale, scratch);
+}
+
 }  // namespace
 
 void install_neon(KernelTable& t) {
@@ -280,6 +294,7 @@ void install_neon(KernelTable& t) {
   t.rope = rope_neon;
   t.attention_heads = attention_heads_neon;
   t.attention_heads_q8 = attention_heads_q8_neon;
+  t.attention_heads_q4 = attention_heads_q4_neon;
   t.f32_to_f16_row = f32_to_f16_row_neon;
   t.f16_to_f32_row = f16_to_f32_row_neon;
   install_neon_matmul(t);

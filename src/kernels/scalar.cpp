@@ -97,28 +97,42 @@ void attention_heads_ref(const AttentionQueries& qs, const uint16_t* k, const ui
   }
 }
 
-// The int8 twin of attention_ref: each row's scale applied to its dot
-// product (keys) or to its softmax weight (values).
-void attention_q8_ref(const float* q, Q8Rows k, Q8Rows v, int n_ctx, int head_dim, float scale, float* scratch,
-                      float* out) {
+// The twin of attention_ref for a quantized cache (q8, q4): each row's
+// scale applied to its dot product (keys) or to its softmax weight
+// (values). code(row, t, i) reads element i of row t as stored.
+template <class Rows, class Code>
+void attention_scaled_ref(const float* q, Rows k, Rows v, int n_ctx, int head_dim, float scale, float* scratch,
+                          float* out, Code code) {
   for (int t = 0; t < n_ctx; ++t) {
     double dot = 0.0;
-    for (int i = 0; i < head_dim; ++i) dot += static_cast<double>(q[i]) * k.q[static_cast<size_t>(t) * head_dim + i];
+    for (int i = 0; i < head_dim; ++i) dot += static_cast<double>(q[i]) * code(k, t, i);
     scratch[t] = static_cast<float>(dot * k.scale[t]) * scale;
   }
   softmax_ref(scratch, n_ctx);
   for (int i = 0; i < head_dim; ++i) out[i] = 0.0f;
   for (int t = 0; t < n_ctx; ++t) {
     const float p = scratch[t] * v.scale[t];
-    for (int i = 0; i < head_dim; ++i) out[i] += p * static_cast<float>(v.q[static_cast<size_t>(t) * head_dim + i]);
+    for (int i = 0; i < head_dim; ++i) out[i] += p * static_cast<float>(code(v, t, i));
   }
 }
 
 void attention_heads_q8_ref(const AttentionQueries& qs, Q8Rows k, Q8Rows v, int head_dim, float scale, float* scratch) {
+  auto code = [head_dim](Q8Rows r, int t, int i) { return r.q[static_cast<size_t>(t) * head_dim + i]; };
   for (int j = 0; j < qs.n; ++j) {
     const size_t first = static_cast<size_t>(qs.first[j]);
-    attention_q8_ref(qs.q[j], {k.q + first * head_dim, k.scale + first}, {v.q + first * head_dim, v.scale + first},
-                     qs.n_ctx[j] - qs.first[j], head_dim, scale, scratch, qs.out[j]);
+    attention_scaled_ref(qs.q[j], Q8Rows{k.q + first * head_dim, k.scale + first},
+                         Q8Rows{v.q + first * head_dim, v.scale + first}, qs.n_ctx[j] - qs.first[j], head_dim, scale,
+                         scratch, qs.out[j], code);
+  }
+}
+
+void attention_heads_q4_ref(const AttentionQueries& qs, Q4Rows k, Q4Rows v, int head_dim, float scale, float* scratch) {
+  const size_t row = static_cast<size_t>(head_dim) / 2;
+  auto code = [head_dim, row](Q4Rows r, int t, int i) { return q4_code(r.q + t * row, i, head_dim); };
+  for (int j = 0; j < qs.n; ++j) {
+    const size_t first = static_cast<size_t>(qs.first[j]);
+    attention_scaled_ref(qs.q[j], Q4Rows{k.q + first * row, k.scale + first}, Q4Rows{v.q + first * row, v.scale + first},
+                         qs.n_ctx[j] - qs.first[j], head_dim, scale, scratch, qs.out[j], code);
   }
 }
 
@@ -143,6 +157,7 @@ void install_scalar(KernelTable& t) {
   t.rope = rope_ref;
   t.attention_heads = attention_heads_ref;
   t.attention_heads_q8 = attention_heads_q8_ref;
+  t.attention_heads_q4 = attention_heads_q4_ref;
   t.f32_to_f16_row = f32_to_f16_row_ref;
   t.f16_to_f32_row = f16_to_f32_row_ref;
 }

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/kernels.h"
@@ -13,16 +14,19 @@ namespace pocket {
 
 namespace {
 
-size_t elem_bytes_of(KVType type) {
+// Bits per element; a q4 cache also needs an even head_dim (two per byte).
+size_t elem_bits_of(const ModelConfig& cfg, KVType type) {
   switch (type) {
     case KVType::F16:
-      return 2;
+      return 16;
     case KVType::Q8:
-      return 1;
+      return 8;
     case KVType::Q4:
-      break;
+      if (cfg.head_dim < 2 || (cfg.head_dim & (cfg.head_dim - 1)) != 0)
+        fail("--kv q4 needs a head_dim that is a power of two (this model's is ", cfg.head_dim, ")");
+      return 4;
   }
-  fail("KV cache type ", kv_type_name(type), " is not supported (f16 or q8)");
+  fail("KV cache type ", static_cast<uint32_t>(type), " is not supported (f16, q8 or q4)");
 }
 
 // Positions a sliding-window layer holds: window - 1 earlier positions, the
@@ -43,21 +47,35 @@ uint64_t elems_of(const ModelConfig& cfg, int n_ctx) {
   return elems;
 }
 
-// Bytes of the rows; the scales (q8) start there, 64-byte aligned.
-uint64_t data_bytes_of(uint64_t elems, KVType type) {
-  const uint64_t data = checked_mul(elems, elem_bytes_of(type), "KV cache");
+// Bytes of the rows; the scales (q8, q4) start there, 64-byte aligned.
+uint64_t data_bytes_of(const ModelConfig& cfg, uint64_t elems, KVType type) {
+  const uint64_t data = checked_mul(elems, elem_bits_of(cfg, type), "KV cache") / 8;
   return type == KVType::F16 ? data : checked_add(data, 63, "KV cache") / 64 * 64;
 }
 
-// The rows, then (q8) one float per row of head_dim elements.
+// The rows, then (q8, q4) one float per row of head_dim elements.
 uint64_t bytes_of(const ModelConfig& cfg, uint64_t elems, KVType type) {
-  const uint64_t data = data_bytes_of(elems, type);
+  const uint64_t data = data_bytes_of(cfg, elems, type);
   if (type == KVType::F16) return data;
   return checked_add(data, checked_mul(elems / static_cast<uint64_t>(cfg.head_dim), sizeof(float), "KV cache"),
                      "KV cache");
 }
 
 }  // namespace
+
+void kv_rotate(float* x, int64_t rows, int n) {
+  const float norm = 1.0f / std::sqrt(static_cast<float>(n));
+  for (int64_t r = 0; r < rows; ++r, x += n) {
+    for (int h = 1; h < n; h *= 2)
+      for (int i = 0; i < n; i += 2 * h)
+        for (int j = i; j < i + h; ++j) {
+          const float a = x[j], b = x[j + h];
+          x[j] = a + b;
+          x[j + h] = a - b;
+        }
+    for (int i = 0; i < n; ++i) x[i] *= norm;
+  }
+}
 
 const char* kv_type_name(KVType t) {
   switch (t) {
@@ -74,11 +92,13 @@ const char* kv_type_name(KVType t) {
 KVType parse_kv_type(const std::string& name) {
   if (name == "f16") return KVType::F16;
   if (name == "q8") return KVType::Q8;
-  fail_as(ErrorCode::InvalidArgument, "unknown KV cache type '", name, "' (f16 or q8)");
+  if (name == "q4") return KVType::Q4;
+  fail_as(ErrorCode::InvalidArgument, "unknown KV cache type '", name, "' (f16, q8 or q4)");
 }
 
 uint64_t kv_bytes_per_layer_position(const ModelConfig& cfg, KVType type) {
-  const uint64_t row = static_cast<uint64_t>(cfg.head_dim) * elem_bytes_of(type) + (type == KVType::F16 ? 0 : sizeof(float));
+  const uint64_t row =
+      static_cast<uint64_t>(cfg.head_dim) * elem_bits_of(cfg, type) / 8 + (type == KVType::F16 ? 0 : sizeof(float));
   return static_cast<uint64_t>(cfg.n_kv_heads) * 2 * row;
 }
 
@@ -97,8 +117,10 @@ KVCache::KVCache(const ModelConfig& cfg, int n_ctx, KVType type)
       head_dim_(cfg.head_dim),
       n_ctx_(n_ctx),
       window_(cfg.sliding_window),
-      elem_bytes_(elem_bytes_of(type)) {
+      elem_bits_(elem_bits_of(cfg, type)) {
   if (n_ctx < 1) fail("context size ", n_ctx, " must be at least 1");
+  if (type == KVType::Q4 && head_dim_ > kMaxQ4HeadDim)
+    fail("--kv q4 takes a head_dim of at most ", kMaxQ4HeadDim, " (this model's is ", head_dim_, ")");
   local_slots_ = local_slots_of(cfg, n_ctx);
   const uint64_t row = static_cast<uint64_t>(n_kv_heads_) * 2 * static_cast<uint64_t>(head_dim_);
   uint64_t elems = 0;
@@ -112,7 +134,7 @@ KVCache::KVCache(const ModelConfig& cfg, int n_ctx, KVType type)
   void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) fail("cannot reserve ", bytes_ >> 20, " MiB for the KV cache of ", n_ctx, " tokens");
   data_ = static_cast<uint8_t*>(p);
-  if (type_ != KVType::F16) scales_ = reinterpret_cast<float*>(data_ + data_bytes_of(elems, type_));
+  if (type_ != KVType::F16) scales_ = reinterpret_cast<float*>(data_ + data_bytes_of(cfg, elems, type_));
 }
 
 KVCache::~KVCache() {
@@ -124,10 +146,19 @@ void KVCache::write(int layer, int kv, int pos, const float* x) {
     const float* xh = x + static_cast<size_t>(h) * head_dim_;
     if (type_ == KVType::F16)
       kernels::f32_to_f16_row(xh, reinterpret_cast<uint16_t*>(row(layer, kv, h, pos)), head_dim_);
+    else if (type_ == KVType::Q4)
+      write_q4(xh, row(layer, kv, h, pos), row_scale(layer, kv, h, pos));
     else
       kernels::quantize_row_q8(xh, reinterpret_cast<int8_t*>(row(layer, kv, h, pos)), row_scale(layer, kv, h, pos),
                                head_dim_);
   }
+}
+
+void KVCache::write_q4(const float* x, uint8_t* y, float* scale) const {
+  float rotated[kMaxQ4HeadDim];
+  std::copy_n(x, head_dim_, rotated);
+  kv_rotate(rotated, 1, head_dim_);
+  kernels::quantize_row_q4(rotated, y, scale, head_dim_);
 }
 
 void KVCache::move_rows(int layer, int dst, int src, int n) {

@@ -482,6 +482,9 @@ void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool
   const size_t per_thread = static_cast<size_t>(kernels::kMaxAttentionQueries) * span;
   if (ctx.scores.size() < per_thread * pool.size()) ctx.scores.resize(per_thread * pool.size());
   const int64_t n_tasks = static_cast<int64_t>(token_blocks) * c.n_kv_heads * head_chunks;
+  // A q4 cache holds rotated rows (kv_rotate): rotate the queries alike.
+  const bool rotated = ctx.cache.type() == KVType::Q4;
+  if (rotated) kv_rotate(ctx.q.data(), static_cast<int64_t>(n) * c.n_heads, hd);
   pool.parallel_for(n_tasks, [&](int64_t begin, int64_t end, int thread) {
     float* scratch = ctx.scores.data() + per_thread * thread;
     for (int64_t task = begin; task < end; ++task) {
@@ -507,6 +510,10 @@ void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool
       const KVCache& kv = ctx.cache;
       if (kv.type() == KVType::F16) {
         kernels::attention_heads(qs, kv.k(layer, kvh, stored), kv.v(layer, kvh, stored), hd, scale, scratch);
+      } else if (kv.type() == KVType::Q4) {
+        kernels::attention_heads_q4(qs, {kv.row(layer, 0, kvh, stored), kv.row_scale(layer, 0, kvh, stored)},
+                                    {kv.row(layer, 1, kvh, stored), kv.row_scale(layer, 1, kvh, stored)}, hd, scale,
+                                    scratch);
       } else {
         const kernels::Q8Rows kq{reinterpret_cast<const int8_t*>(kv.row(layer, 0, kvh, stored)),
                                  kv.row_scale(layer, 0, kvh, stored)};
@@ -516,6 +523,7 @@ void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool
       }
     }
   });
+  if (rotated) kv_rotate(ctx.attn.data(), static_cast<int64_t>(n) * c.n_heads, hd);  // back from the rotated values
 }
 
 }  // namespace pocket

@@ -5,7 +5,8 @@
 // A state file holds the tokens whose keys/values are cached, the
 // conversation's tokens (chat: they may run past the cache by the tokens
 // that close the last reply), and the KV cache rows as stored (fp16, or
-// int8 rows and their float scales: q8 stays q8), with the model's
+// int8 / packed 4-bit rows and their float scales: q8 stays q8, q4 stays
+// q4), with the model's
 // fingerprint, the KV type and the cache shape. Reading checks every size
 // against the file and a checksum over the whole file before it touches the
 // cache: another model, another KV type, a context too small for the saved

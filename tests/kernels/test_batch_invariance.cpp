@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 
 #include "common/test_util.h"
 #include "kernels/table.h"
@@ -77,11 +78,23 @@ TEST(BatchInvariance, AttentionQueryDoesNotDependOnItsCompanions) {
           for (int d = 0; d < hd; ++d) row[d] = f16_to_f32(v[t * hd + d]);
           quantize_row_q8(row.data(), &v8[t * hd], &vs[t], hd);
         }
-        for (bool q8 : {false, true}) {
-          SCOPED_TRACE(q8 ? "q8" : "f16");
+        // And as a 4-bit cache (--kv q4).
+        std::vector<uint8_t> k4(k.size() / 2), v4(v.size() / 2);
+        std::vector<float> ks4(max_ctx), vs4(max_ctx);
+        for (int t = 0; t < max_ctx; ++t) {
+          for (int d = 0; d < hd; ++d) row[d] = f16_to_f32(k[t * hd + d]);
+          quantize_row_q4(row.data(), &k4[t * hd / 2], &ks4[t], hd);
+          for (int d = 0; d < hd; ++d) row[d] = f16_to_f32(v[t * hd + d]);
+          quantize_row_q4(row.data(), &v4[t * hd / 2], &vs4[t], hd);
+        }
+        for (const std::string kv : {"f16", "q8", "q4"}) {
+          SCOPED_TRACE(kv);
           auto run = [&](const AttentionQueries& qs) {
-            if (q8)
+            if (kv == "q8")
               kernel_table(isa).attention_heads_q8(qs, {k8.data(), ks.data()}, {v8.data(), vs.data()}, hd, 0.1f,
+                                                   scratch.data());
+            else if (kv == "q4")
+              kernel_table(isa).attention_heads_q4(qs, {k4.data(), ks4.data()}, {v4.data(), vs4.data()}, hd, 0.1f,
                                                    scratch.data());
             else
               kernel_table(isa).attention_heads(qs, k.data(), v.data(), hd, 0.1f, scratch.data());

@@ -86,7 +86,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"tiny-llama", DType::F32}, Case{"tiny-qwen3", DType::F16}, Case{"tiny-qwen3", DType::Q8_0},
                       Case{"tiny-qwen3", DType::PQ4}, Case{"tiny-llama", DType::PQ8}, Case{"tiny-gemma3", DType::PQ4},
                       // the int8 KV cache (--kv q8), with and without sliding-window layers
-                      Case{"tiny-qwen3", DType::PQ4, KVType::Q8}, Case{"tiny-gemma3", DType::PQ4, KVType::Q8}),
+                      Case{"tiny-qwen3", DType::PQ4, KVType::Q8}, Case{"tiny-gemma3", DType::PQ4, KVType::Q8},
+                      // and the 4-bit one (--kv q4)
+                      Case{"tiny-qwen3", DType::PQ4, KVType::Q4}, Case{"tiny-gemma3", DType::PQ4, KVType::Q4}),
     [](const auto& info) {
       return info.param.preset.substr(5) + "_" + std::string(dtype_name(info.param.type)) +
              (info.param.kv == KVType::F16 ? "" : "_kv_" + std::string(kv_type_name(info.param.kv)));

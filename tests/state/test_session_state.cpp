@@ -145,10 +145,28 @@ void check_window_restore(KVType kv) {
     err = error_of([&] { load_session_state(f16_path, model, q8.cache); });
     EXPECT_NE(err.find("holds a f16 KV cache; this session's is q8"), std::string::npos) << err;
   }
+  if (kv == KVType::Q4) {
+    // Packed 4-bit rows (16 bytes + a 4-byte scale per row of 32) against
+    // q8's 32 + 4: the file keeps the cache as stored.
+    Context q8(cfg, 512, KVType::Q8);
+    model.forward(prompt, q8, pool, logits.data());
+    const std::string q8_path = dir.file("window-q8.state");
+    save_session_state(q8_path, model, q8.cache, {prompt, {}});
+    EXPECT_LT(file_size, read_file(q8_path).size() * 7 / 10);
+    // A q4 state never loads into a q8 cache (or the other way round).
+    Context other(cfg, 512, KVType::Q8);
+    std::string err = error_of([&] { load_session_state(path, model, other.cache); });
+    EXPECT_NE(err.find("holds a q4 KV cache; this session's is q8"), std::string::npos) << err;
+    EXPECT_EQ(other.cache.size(), 0);
+    Context q4(cfg, 512, KVType::Q4);
+    err = error_of([&] { load_session_state(q8_path, model, q4.cache); });
+    EXPECT_NE(err.find("holds a q8 KV cache; this session's is q4"), std::string::npos) << err;
+  }
 }
 
 TEST(SessionState, SlidingWindowCacheRestoresBitExact) { check_window_restore(KVType::F16); }
 TEST(SessionState, SlidingWindowQ8CacheRestoresBitExact) { check_window_restore(KVType::Q8); }
+TEST(SessionState, SlidingWindowQ4CacheRestoresBitExact) { check_window_restore(KVType::Q4); }
 
 
 TEST(SessionState, BadFilesGiveOneClearErrorAndLeaveTheCache) {
