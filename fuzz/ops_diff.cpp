@@ -10,10 +10,12 @@
 //    inputs spread over 2^-8..2^15 so the exp/tanh/sigmoid approximations
 //    meet their overflow and underflow ends; NaN where the reference is
 //    finite (or the reverse) is always a finding;
-//  - attention over fp16 K/V (1-4 queries of one GQA group, contexts 1-96,
-//    sliding-window starts): within (1e-5 + 4 ds) (1 + max|v|), ds being the
-//    score rounding bound head_dim * FLT_EPSILON * scale * max_t sum|q k_t|
-//    (the levels sum the dot products in different orders).
+//  - attention over fp16 K/V, or int8 or 4-bit K/V rows with a scale each
+//    (the q8 and q4 caches; 1-4 queries of one GQA group, contexts 1-96, sliding-window
+//    starts): within (1e-5 + 4 ds) (1 + max|v|), ds being the score
+//    rounding bound head_dim * FLT_EPSILON * scale * max_t sum|q k_t| over
+//    the values as stored (the levels sum the dot products in different
+//    orders; int8 and 4-bit values convert to float exactly).
 // Each level runs on its own copy, so a kernel that reads or writes past its
 // row is an ASan report.
 #include <cfloat>
@@ -23,6 +25,7 @@
 
 #include "fuzz_util.h"
 #include "kernels/isa.h"
+#include "kernels/kernels.h"
 #include "kernels/table.h"
 #include "util/half.h"
 
@@ -59,11 +62,34 @@ void attention_case(fuzz::Stream& in, const KernelTable& ref, Isa isa, const Ker
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim)) * (0.25f + static_cast<float>(in.next() % 8) / 4.0f);
   std::vector<float> q = values(in, static_cast<size_t>(n_q) * head_dim, 4);
   std::vector<float> kf = values(in, static_cast<size_t>(max_ctx) * head_dim, 4), vf = values(in, kf.size(), 6);
+  enum { kF16, kQ8, kQ4 };
+  const int kv = in.next() % 3;
   std::vector<uint16_t> k(kf.size()), v(vf.size());
-  ref.f32_to_f16_row(kf.data(), k.data(), static_cast<int64_t>(k.size()));
-  ref.f32_to_f16_row(vf.data(), v.data(), static_cast<int64_t>(v.size()));
-  ref.f16_to_f32_row(k.data(), kf.data(), static_cast<int64_t>(k.size()));
-  ref.f16_to_f32_row(v.data(), vf.data(), static_cast<int64_t>(v.size()));
+  std::vector<int8_t> k8(kf.size()), v8(vf.size());
+  std::vector<uint8_t> k4(kf.size() / 2), v4(vf.size() / 2);
+  std::vector<float> ks(static_cast<size_t>(max_ctx)), vs(ks.size());
+  if (kv == kQ8) {  // the cache's rows as stored, and kf / vf the values they hold
+    for (int p = 0; p < max_ctx; ++p) {
+      const size_t o = static_cast<size_t>(p) * head_dim;
+      quantize_row_q8(&kf[o], &k8[o], &ks[p], head_dim);
+      quantize_row_q8(&vf[o], &v8[o], &vs[p], head_dim);
+      for (int d = 0; d < head_dim; ++d) kf[o + d] = k8[o + d] * ks[p], vf[o + d] = v8[o + d] * vs[p];
+    }
+  } else if (kv == kQ4) {
+    for (int p = 0; p < max_ctx; ++p) {
+      const size_t o = static_cast<size_t>(p) * head_dim;
+      uint8_t *kr = &k4[o / 2], *vr = &v4[o / 2];
+      quantize_row_q4(&kf[o], kr, &ks[p], head_dim);
+      quantize_row_q4(&vf[o], vr, &vs[p], head_dim);
+      for (int d = 0; d < head_dim; ++d)
+        kf[o + d] = q4_code(kr, d, head_dim) * ks[p], vf[o + d] = q4_code(vr, d, head_dim) * vs[p];
+    }
+  } else {
+    ref.f32_to_f16_row(kf.data(), k.data(), static_cast<int64_t>(k.size()));
+    ref.f32_to_f16_row(vf.data(), v.data(), static_cast<int64_t>(v.size()));
+    ref.f16_to_f32_row(k.data(), kf.data(), static_cast<int64_t>(k.size()));
+    ref.f16_to_f32_row(v.data(), vf.data(), static_cast<int64_t>(v.size()));
+  }
   std::vector<int> n_ctx(n_q), first(n_q);
   for (int j = 0; j < n_q; ++j) {
     n_ctx[j] = std::max(1, max_ctx - (n_q - 1 - j));  // consecutive tokens of a causal prefill
@@ -87,11 +113,17 @@ void attention_case(fuzz::Stream& in, const KernelTable& ref, Isa isa, const Ker
       qs.n_ctx[j] = n_ctx[j];
       qs.first[j] = first[j];
     }
-    tab.attention_heads(qs, k.data(), v.data(), head_dim, scale, scratch.data());
+    if (kv == kQ8)
+      tab.attention_heads_q8(qs, {k8.data(), ks.data()}, {v8.data(), vs.data()}, head_dim, scale, scratch.data());
+    else if (kv == kQ4)
+      tab.attention_heads_q4(qs, {k4.data(), ks.data()}, {v4.data(), vs.data()}, head_dim, scale, scratch.data());
+    else
+      tab.attention_heads(qs, k.data(), v.data(), head_dim, scale, scratch.data());
     return out;
   };
   const float tol = (1e-5f + 4.0f * ds) * (1.0f + vmax);
-  compare(run(t), run(ref), 0.0f, tol, "attention_heads", isa);
+  const char* names[] = {"attention_heads", "attention_heads_q8", "attention_heads_q4"};
+  compare(run(t), run(ref), 0.0f, tol, names[kv], isa);
 }
 
 }  // namespace
