@@ -103,6 +103,59 @@ TEST(Sampler, TopKTopPAndMinPNeverPickExcludedTokens) {
   never(c, {2, 1, 0, -1}, {2, 3});
 }
 
+// candidates() sorts only what an order is needed for (the top-k, a
+// growing prefix for top-p, nothing without either): the set it keeps and
+// each weight must equal a plain reference that sorts the whole vocabulary
+// by logit, softmaxes the top-k in double, then cuts min-p and top-p.
+// Tolerance on the weights: 1e-5 relative (the sampler's exp takes a float
+// argument of up to ~60 in magnitude, rounded to ~4e-6, and sums in another
+// order).
+TEST(Sampler, CandidatesEqualAFullSortReference) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  const int V = 5000;
+  int cases = 0;
+  for (int top_k : {0, 1, 40, V})
+    for (float top_p : {1.0f, 0.999f, 0.9f, 0.5f})
+      for (float min_p : {0.0f, 0.05f})
+        for (float temp : {0.5f, 1.0f, 1.7f}) {
+          std::vector<float> logits(V);
+          for (float& x : logits) x = nd(rng);
+          std::vector<std::pair<float, int32_t>> ref(V);
+          for (int i = 0; i < V; ++i) ref[i] = {logits[i], i};
+          std::sort(ref.begin(), ref.end(), [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+          ref.resize(top_k > 0 ? std::min(top_k, V) : V);
+          const double best = ref[0].first;
+          double z = 0;
+          for (auto& c : ref) z += std::exp((c.first - best) / temp);
+          for (auto& c : ref) c.first = static_cast<float>(std::exp((c.first - best) / temp) / z);
+          const float top = ref[0].first;
+          std::erase_if(ref, [&](auto& c) { return c.first < min_p * top; });
+          if (top_p < 1.0f) {
+            double mass = 0;
+            size_t keep = 0;
+            while (keep < ref.size() && (mass += ref[keep++].first) < top_p) {
+            }
+            ref.resize(keep);
+          }
+          SamplerConfig c;
+          c.temperature = temp, c.top_k = top_k, c.top_p = top_p, c.min_p = min_p;
+          Sampler s(c);
+          auto got_span = s.candidates(logits, {});
+          std::vector<std::pair<float, int32_t>> got(got_span.begin(), got_span.end());
+          SCOPED_TRACE(testing::Message() << "top_k " << top_k << " top_p " << top_p << " min_p " << min_p << " T " << temp);
+          ASSERT_EQ(got.size(), ref.size());
+          std::sort(got.begin(), got.end(), [](auto& a, auto& b) { return a.second < b.second; });
+          std::sort(ref.begin(), ref.end(), [](auto& a, auto& b) { return a.second < b.second; });
+          for (size_t i = 0; i < ref.size(); ++i) {
+            ASSERT_EQ(got[i].second, ref[i].second);
+            ASSERT_NEAR(got[i].first, ref[i].first, 1e-5 * ref[i].first) << "token " << ref[i].second;
+          }
+          ++cases;
+        }
+  EXPECT_EQ(cases, 96);
+}
+
 TEST(Sampler, RepetitionPenaltyDiscouragesRecentTokens) {
   SamplerConfig c;
   c.temperature = 0;
