@@ -72,7 +72,7 @@ int ThreadPool::thread_limit() {
 ThreadPool::ThreadPool(int n_threads) {
   if (n_threads < 1 || n_threads > 256) fail("thread count ", n_threads, " is out of range [1, 256]");
   n_threads_ = std::min(n_threads, thread_limit());
-  for (int i = 1; i < n_threads; ++i) threads_.emplace_back([this, i] { worker(i); });
+  for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
 }
 
 ThreadPool::~ThreadPool() {

@@ -5,7 +5,10 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
 #include <optional>
+#include <set>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -81,6 +84,16 @@ TEST(ThreadPool, MaxThreadsEnvironmentCapsEveryPool) {
     ThreadPool pool(5);
     EXPECT_EQ(pool.size(), 2);
     check_cover(pool, 1000, 16);
+    // Only two threads exist to run chunks (the pool once started workers
+    // for the requested count: indices past size(), found by TSan timing).
+    std::mutex mu;
+    std::set<std::thread::id> ran;
+    for (int job = 0; job < 200; ++job)
+      pool.parallel_for(64, [&](int64_t, int64_t, int) {
+        std::lock_guard<std::mutex> lock(mu);
+        ran.insert(std::this_thread::get_id());
+      });
+    EXPECT_LE(ran.size(), 2u);
     EXPECT_EQ(ThreadPool(1).size(), 1);
   }
   for (const char* bad : {"0", "-1", "two", "2x", "257"}) {
