@@ -44,12 +44,17 @@ DFlashDraft::DFlashDraft(const std::string& path, const ModelConfig& target) {
     folder_.emplace(SafetensorsFile::open(path + "/model.safetensors"));
     tensors_ = folder_->tensors();
     config_text = read_text_file(path + "/config.json");
+    if (file_exists(path + "/" + kDraftVocabFileName)) draft_vocab_ = read_draft_vocab(path + "/" + kDraftVocabFileName);
   } else {
     DFlashDraftFile f = open_dflash_draft_file(path);
     tensors_ = std::move(f.tensors);
     file_ = std::move(f.mapping);
     config_text = std::move(f.config_json);
+    draft_vocab_ = std::move(f.draft_vocab);
   }
+  if (draft_vocab_ && draft_vocab_->vocab_size != target.vocab_size)
+    fail(where, ": the draft vocabulary ranks a vocabulary of ", draft_vocab_->vocab_size, " tokens, the target has ",
+         target.vocab_size);
   json j;
   try {
     j = json::parse(config_text);
@@ -135,7 +140,7 @@ DFlashDraft::DFlashDraft(const std::string& path, const ModelConfig& target) {
       fail(where, ": tensor ", name, " is not part of a DFlash draft Pocket runs (DFlash2 drafts are not supported yet)");
 }
 
-DFlashDrafter::DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, Session& session)
+DFlashDrafter::DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, Session& session, int draft_vocab)
     : draft_(std::move(draft)), session_(session) {
   const DFlashConfig& c = draft_->config();
   const ModelFile& f = session.model().file();
@@ -143,6 +148,20 @@ DFlashDrafter::DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, Session& 
   if (c.hidden != t.dim) fail("DFlash draft hidden size ", c.hidden, " but the target's is ", t.dim);
   embedding_ = &f.get("token_embd.weight");
   output_ = t.tied_embeddings ? embedding_ : &f.get("output.weight");
+  const DraftVocab* ranking = draft_->draft_vocab();
+  if (draft_vocab == kDraftVocabDefault) draft_vocab = ranking ? std::min<int>(kDefaultDraftVocab, static_cast<int>(ranking->ranked.size())) : 0;
+  if (draft_vocab < 0) fail_as(ErrorCode::InvalidArgument, "draft vocabulary size ", draft_vocab, " must be >= 0 (0: the whole vocabulary)");
+  if (draft_vocab > 0 && draft_vocab < t.vocab_size) {
+    if (!ranking)
+      fail_as(ErrorCode::InvalidArgument, "a draft vocabulary of ", draft_vocab,
+              " tokens needs a ranking stored with the draft (", kDraftVocabFileName,
+              " beside its config.json: pocket draft-vocab); this draft has none");
+    if (static_cast<size_t>(draft_vocab) > ranking->ranked.size())
+      fail_as(ErrorCode::InvalidArgument, "a draft vocabulary of ", draft_vocab, " tokens, but the draft's ranking holds ",
+              ranking->ranked.size(), " (0 uses the whole vocabulary)");
+    subset_ = std::make_unique<const SubsetHead>(
+        *output_, std::vector<int32_t>(ranking->ranked.begin(), ranking->ranked.begin() + draft_vocab));
+  }
   session.enable_hidden_taps(c.target_layer_ids);
   // The format's hidden state after the target's last layer is the one after
   // its final norm (Hugging Face's last hidden_states entry).
@@ -274,19 +293,21 @@ const std::vector<float>& DFlashDrafter::block_logits(std::span<const int32_t> h
   // Rows 1..rows through the final norm and the target's head.
   for (int i = 1; i <= rows; ++i)
     kernels::rmsnorm(&x_[static_cast<size_t>(i - 1) * H], &h_[static_cast<size_t>(i) * H], draft_->norm().data(), H, c.eps);
-  const int V = session_.model().config().vocab_size;
-  logits_.resize(static_cast<size_t>(rows) * V);
-  if (rows > 0) kernels::matmul(*output_, x_.data(), rows, logits_.data(), &pool);
+  const TensorView& head = subset_ ? subset_->view() : *output_;
+  logits_.resize(static_cast<size_t>(rows) * logits_width());
+  if (rows > 0) kernels::matmul(head, x_.data(), rows, logits_.data(), &pool);
   return logits_;
 }
+
+int DFlashDrafter::logits_width() const { return subset_ ? subset_->size() : session_.model().config().vocab_size; }
 
 void DFlashDrafter::draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) {
   out.clear();
   if (max <= 0 || history.empty()) return;
   const int n = std::min(max, draft_->config().block_size - 1);
   const auto& logits = block_logits(history, n);  // only the rows that are drafted go through the head
-  const size_t V = static_cast<size_t>(session_.model().config().vocab_size);
-  for (int i = 0; i < n; ++i) out.push_back(argmax(std::span<const float>(logits).subspan(static_cast<size_t>(i) * V, V)));
+  const size_t W = static_cast<size_t>(logits_width());
+  for (int i = 0; i < n; ++i) out.push_back(token_of(argmax(std::span<const float>(logits).subspan(static_cast<size_t>(i) * W, W))));
 }
 
 }  // namespace pocket
