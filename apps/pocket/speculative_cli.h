@@ -21,7 +21,9 @@ struct SpeculativeFlags {
   int draft_vocab = -1;    // --draft-vocab N (DFlash): -1 = the draft's default, 0 = the whole vocabulary
   bool no_adaptive = false;
   void add_to(CLI::App& app);
-  bool enabled() const { return !draft.empty() || !dflash.empty() || !draft_model.empty() || !ngram_cache.empty(); }
+  bool enabled() const {
+    return !draft.empty() || !dflash.empty() || !draft_model.empty() || !ngram_cache.empty() || draft_vocab >= 0;
+  }
   // The chosen drafter, made before any output so that a bad flag or draft
   // file is the only thing printed (the oracle runs the generation once).
   std::unique_ptr<Drafter> make_drafter(Session& session, std::span<const int32_t> input,

@@ -14,6 +14,7 @@
 
 #include "common/test_util.h"
 #include "constrained_check.h"
+#include "sampling_check.h"
 #include "convert/create_model.h"
 #include "runtime/loader.h"
 #include "speculative/drafter.h"
@@ -294,32 +295,6 @@ TEST(Speculative, PlannerFallsBackToPlainWhenDraftsFailAndGrowsBlocksWhenTheyHit
   EXPECT_THROW(BlockPlanner(33, true), Error);
 }
 
-// Runs n seeded speculative generations whose drafter always proposes the
-// one token `draft` and checks the frequencies of the first two generated
-// tokens against the exact joint distribution (within 5 sigma), and that
-// at least `min_verified` drafts were verified.
-void expect_pair_frequencies(Session& s, const std::vector<int32_t>& in, GenerateOptions o, int32_t draft,
-                             const std::map<std::pair<int, int>, double>& exact, int n, int min_verified) {
-  Repeat drafter(draft, 1);
-  std::map<std::pair<int, int>, int> seen;
-  int verified = 0;
-  for (int seed = 0; seed < n; ++seed) {
-    o.sampling.seed = static_cast<uint64_t>(seed);
-    SpeculativeStats st;
-    s.reset();
-    auto r = generate_speculative(s, drafter, in, o, {1, false}, {}, &st);
-    ASSERT_GE(r.tokens.size(), 2u);
-    ++seen[{r.tokens[0], r.tokens[1]}];
-    verified += st.drafted;
-  }
-  EXPECT_GE(verified, min_verified);
-  for (const auto& [cell, count] : seen) EXPECT_TRUE(exact.count(cell)) << "a pair outside the (masked, truncated) support";
-  for (const auto& [cell, p] : exact) {
-    const double sigma = std::sqrt(n * p * (1 - p));
-    EXPECT_NEAR(seen[cell], n * p, 5 * sigma + 2) << "pair " << cell.first << "," << cell.second;
-  }
-}
-
 // Sampling: the first two generated tokens of speculative sampling (a fixed
 // draft verified for the second) against the exact joint distribution
 // computed from the model's own logits, over many seeds.
@@ -337,31 +312,10 @@ TEST(Speculative, SamplingKeepsTheDistribution) {
   o.sampling.top_p = 1.0f;
   o.sampling.min_p = 0.0f;
   // Exact joint p(t1, t2) over the top-4 truncations.
-  std::map<std::pair<int, int>, double> exact;
-  Sampler probe(o.sampling);
-  std::vector<std::pair<float, int32_t>> c1;
-  {
-    s.reset();
-    auto l = s.prefill(in);
-    std::vector<float> row(l.begin(), l.end());
-    auto c = probe.candidates(row, in);
-    c1.assign(c.begin(), c.end());
-  }
   int32_t fixed_draft = -1;
-  for (const auto& [p1, t1] : c1) {
-    auto seq = in;
-    seq.push_back(t1);
-    s.reset();
-    auto l = s.prefill(seq);
-    std::vector<float> row(l.begin(), l.end());
-    auto c2 = probe.candidates(row, seq);
-    double z1 = 0, z2 = 0;
-    for (auto& c : c1) z1 += c.first;
-    for (auto& c : c2) z2 += c.first;
-    for (const auto& [p2, t2] : c2) exact[{t1, t2}] = p1 / z1 * p2 / z2;
-    if (fixed_draft < 0) fixed_draft = c2[1].second;  // a likely but not certain second token
-  }
-  expect_pair_frequencies(s, in, o, fixed_draft, exact, 3000, 1500);
+  const auto exact = test::exact_pair_distribution(s, in, o.sampling, nullptr, &fixed_draft);
+  Repeat drafter(fixed_draft, 1);
+  test::expect_pair_frequencies(s, drafter, in, o, exact, 3000, 1500);
 }
 
 
@@ -440,32 +394,11 @@ TEST(SpeculativeConstrained, SamplingKeepsTheMaskedDistribution) {
   o.sampling.top_p = 1.0f;
   o.sampling.min_p = 0.0f;
   o.constraint = constraint;
-  std::map<std::pair<int, int>, double> exact;
-  Sampler probe(o.sampling);
   constrain::Matcher matcher = constraint->matcher();
-  auto masked_candidates = [&](const std::vector<int32_t>& seq) {
-    s.reset();
-    auto l = s.prefill(seq);
-    std::vector<float> row(l.begin(), l.end());
-    apply_constraint(matcher, row);
-    auto c = probe.candidates(row, seq);
-    return std::vector<std::pair<float, int32_t>>(c.begin(), c.end());
-  };
-  const auto c1 = masked_candidates(in);
   int32_t fixed_draft = -1;
-  for (const auto& [p1, t1] : c1) {
-    auto seq = in;
-    seq.push_back(t1);
-    ASSERT_TRUE(matcher.advance(t1));
-    const auto c2 = masked_candidates(seq);
-    matcher.rollback(1);
-    double z1 = 0, z2 = 0;
-    for (auto& c : c1) z1 += c.first;
-    for (auto& c : c2) z2 += c.first;
-    for (const auto& [p2, t2] : c2) exact[{t1, t2}] = p1 / z1 * p2 / z2;
-    if (fixed_draft < 0) fixed_draft = c2[1].second;
-  }
-  expect_pair_frequencies(s, in, o, fixed_draft, exact, 2000, 500);
+  const auto exact = test::exact_pair_distribution(s, in, o.sampling, &matcher, &fixed_draft);
+  Repeat drafter(fixed_draft, 1);
+  test::expect_pair_frequencies(s, drafter, in, o, exact, 2000, 500);
 }
 
 }  // namespace
