@@ -10,6 +10,7 @@
 #include "kernels/kernels.h"
 #include "speculative/dflash_file.h"
 #include "util/error.h"
+#include "util/half.h"
 #include "util/mapped_file.h"
 
 namespace pocket {
@@ -167,8 +168,8 @@ DFlashDrafter::DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, Session& 
   // its final norm (Hugging Face's last hidden_states entry).
   const TensorView& fn = f.get("output_norm.weight");
   final_norm_ = vector_f32(fn, t.dim, "output_norm.weight", "DFlash target");
-  ctx_k_.resize(static_cast<size_t>(c.layers));
-  ctx_v_.resize(static_cast<size_t>(c.layers));
+  ctx_k_.resize(static_cast<size_t>(c.layers) * c.kv_heads);
+  ctx_v_.resize(ctx_k_.size());
   inv_freq_.resize(static_cast<size_t>(c.head_dim / 2));
   for (int i = 0; i < c.head_dim / 2; ++i)
     inv_freq_[static_cast<size_t>(i)] =
@@ -210,15 +211,27 @@ void DFlashDrafter::extend_context(std::span<const int32_t> history, int upto) {
       for (int h = 0; h < c.kv_heads; ++h) kernels::rmsnorm(ki + h * c.head_dim, ki + h * c.head_dim, L.k_norm.data(), c.head_dim, c.eps);
       kernels::rope(ki, c.kv_heads, c.head_dim, ctx_len_ + i, RopeStyle::Halves, inv_freq_.data());
     }
-    auto& K = ctx_k_[static_cast<size_t>(l)];
-    auto& V = ctx_v_[static_cast<size_t>(l)];
-    K.resize(static_cast<size_t>(ctx_len_) * kvd);
-    V.resize(K.size());
-    K.insert(K.end(), k.begin(), k.end());
-    V.insert(V.end(), v.begin(), v.end());
+    store_kv(l, ctx_len_, n, k.data(), v.data());
   }
   ctx_tokens_.insert(ctx_tokens_.end(), history.begin() + ctx_len_, history.begin() + upto);
   ctx_len_ = upto;
+}
+
+void DFlashDrafter::store_kv(int l, int pos, int n, const float* k, const float* v) {
+  const DFlashConfig& c = draft_->config();
+  const int hd = c.head_dim, kvd = c.kv_heads * hd;
+  for (int h = 0; h < c.kv_heads; ++h) {
+    auto& K = ctx_k_[static_cast<size_t>(l) * c.kv_heads + h];
+    auto& V = ctx_v_[static_cast<size_t>(l) * c.kv_heads + h];
+    K.resize(static_cast<size_t>(pos + n) * hd);
+    V.resize(K.size());
+    for (int i = 0; i < n; ++i)
+      for (int d = 0; d < hd; ++d) {
+        const size_t src = static_cast<size_t>(i) * kvd + static_cast<size_t>(h) * hd + d;
+        K[static_cast<size_t>(pos + i) * hd + d] = f32_to_f16(k[src]);
+        V[static_cast<size_t>(pos + i) * hd + d] = f32_to_f16(v[src]);
+      }
+  }
 }
 
 const std::vector<float>& DFlashDrafter::block_logits(std::span<const int32_t> history, int rows) {
@@ -257,30 +270,31 @@ const std::vector<float>& DFlashDrafter::block_logits(std::span<const int32_t> h
       kernels::rope(qi, c.heads, hd, a + i, RopeStyle::Halves, inv_freq_.data());
       kernels::rope(ki, c.kv_heads, hd, a + i, RopeStyle::Halves, inv_freq_.data());
     }
-    // Every block query sees the context [0, a) and the whole block.
-    const auto& K = ctx_k_[static_cast<size_t>(l)];
-    const auto& V = ctx_v_[static_cast<size_t>(l)];
-    scores_.resize(static_cast<size_t>(a + B));
-    for (int i = 0; i < B; ++i)
-      for (int h = 0; h < c.heads; ++h) {
-        const float* q = &q_[static_cast<size_t>(i) * qd + static_cast<size_t>(h) * hd];
-        const int kvh = h / group;
-        auto key = [&](int t) { return t < a ? &K[static_cast<size_t>(t) * kvd + kvh * hd] : &k_[static_cast<size_t>(t - a) * kvd + kvh * hd]; };
-        auto val = [&](int t) { return t < a ? &V[static_cast<size_t>(t) * kvd + kvh * hd] : &v_[static_cast<size_t>(t - a) * kvd + kvh * hd]; };
-        for (int t = 0; t < a + B; ++t) {
-          const float* kt = key(t);
-          float s = 0;
-          for (int d = 0; d < hd; ++d) s += q[d] * kt[d];
-          scores_[static_cast<size_t>(t)] = s * scale;
+    // Every block query sees the context [0, a) and the whole block: the
+    // block's keys/values go after the context's (overwritten by the next
+    // context extension), and each KV head's queries (the group's heads at
+    // every block position) run through the attention kernel together.
+    store_kv(l, a, B, k_.data(), v_.data());
+    scores_.resize(static_cast<size_t>(kernels::kMaxAttentionQueries) * (a + B));
+    for (int kvh = 0; kvh < c.kv_heads; ++kvh) {
+      kernels::AttentionQueries qs;
+      auto flush = [&] {
+        if (qs.n == 0) return;
+        kernels::attention_heads(qs, ctx_k_[static_cast<size_t>(l) * c.kv_heads + kvh].data(),
+                                 ctx_v_[static_cast<size_t>(l) * c.kv_heads + kvh].data(), hd, scale, scores_.data());
+        qs.n = 0;
+      };
+      for (int i = 0; i < B; ++i)
+        for (int h = kvh * group; h < (kvh + 1) * group; ++h) {
+          if (qs.n == kernels::kMaxAttentionQueries) flush();
+          const size_t off = static_cast<size_t>(i) * qd + static_cast<size_t>(h) * hd;
+          qs.q[qs.n] = &q_[off];
+          qs.out[qs.n] = &attn_[off];
+          qs.n_ctx[qs.n] = a + B;
+          ++qs.n;
         }
-        kernels::softmax(scores_.data(), a + B);
-        float* o = &attn_[static_cast<size_t>(i) * qd + static_cast<size_t>(h) * hd];
-        std::fill(o, o + hd, 0.0f);
-        for (int t = 0; t < a + B; ++t) {
-          const float p = scores_[static_cast<size_t>(t)], *vt = val(t);
-          for (int d = 0; d < hd; ++d) o[d] += p * vt[d];
-        }
-      }
+      flush();
+    }
     kernels::matmul(*L.o, attn_.data(), B, x_.data(), &pool);
     for (size_t j = 0; j < h_.size(); ++j) h_[j] += x_[j];
     for (int i = 0; i < B; ++i) kernels::rmsnorm(&x_[static_cast<size_t>(i) * H], &h_[static_cast<size_t>(i) * H], L.post_norm.data(), H, c.eps);

@@ -86,6 +86,8 @@ class DFlashDrafter : public Drafter {
 
  private:
   void extend_context(std::span<const int32_t> history, int upto);
+  // Stores rows [0, n) of k / v (n x kv_heads*head_dim) at positions pos.. of layer l.
+  void store_kv(int l, int pos, int n, const float* k, const float* v);
 
   std::shared_ptr<const DFlashDraft> draft_;
   Session& session_;
@@ -94,7 +96,9 @@ class DFlashDrafter : public Drafter {
   std::unique_ptr<const SubsetHead> subset_;  // the reduced vocabulary's head rows, when one is used
   int ctx_len_ = 0;
   std::vector<int32_t> ctx_tokens_;
-  std::vector<std::vector<float>> ctx_k_, ctx_v_;  // per layer: [position][kv_heads * head_dim]
+  // Per layer and KV head, fp16 rows as the attention kernel reads them:
+  // [position][head_dim], the context, then (during block_logits) the block.
+  std::vector<std::vector<uint16_t>> ctx_k_, ctx_v_;  // index layer * kv_heads + head
   std::vector<float> final_norm_;  // the target's, for a tap after its last layer
   std::vector<float> inv_freq_, h_, x_, q_, k_, v_, attn_, gate_, up_, logits_, scores_;
 };

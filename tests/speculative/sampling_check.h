@@ -39,7 +39,9 @@ inline PairDistribution exact_pair_distribution(Session& s, const std::vector<in
   for (const auto& [p1, t1] : c1) {
     auto seq = in;
     seq.push_back(t1);
-    if (matcher) EXPECT_TRUE(matcher->advance(t1));
+    if (matcher) {
+      EXPECT_TRUE(matcher->advance(t1));
+    }
     const auto c2 = candidates(seq);
     if (matcher) matcher->rollback(1);
     double z1 = 0, z2 = 0;

@@ -220,7 +220,10 @@ TEST(DFlash, DraftLogitsMatchTheFloat64Reference) {
       }
   }
   EXPECT_GT(scale, 0.1);  // the logits are not trivially small
-  EXPECT_LT(worst, 1e-3) << "largest |logit| " << scale;
+  // The draft keeps its keys/values as fp16 rows, as the target's cache
+  // (relative rounding 2^-11), for the attention kernel: measured 1.3e-3
+  // with a largest |logit| of 3.5 (f32 keys/values gave under 1e-3).
+  EXPECT_LT(worst, 2.5e-3) << "largest |logit| " << scale;
 }
 
 // End to end: greedy speculative output with the DFlash drafter equals plain
