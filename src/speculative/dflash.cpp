@@ -35,6 +35,14 @@ std::vector<float> vector_f32(const TensorView& t, int64_t n, const std::string&
   return out;
 }
 
+// The draft's matrices are small: below about 2M multiply-adds a matmul runs
+// on the calling thread, where waking the pool would cost more than it
+// saves (results are the same for any thread count).
+void draft_matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& pool) {
+  const bool big = static_cast<int64_t>(n) * w.rows() * w.cols() >= (int64_t{2} << 20);
+  kernels::matmul(w, x, n, y, big ? &pool : nullptr);
+}
+
 }  // namespace
 
 DFlashDraft::DFlashDraft(const std::string& path, const ModelConfig& target) {
@@ -198,14 +206,14 @@ void DFlashDrafter::extend_context(std::span<const int32_t> history, int upto) {
       if (c.target_layer_ids[static_cast<size_t>(j)] == target.n_layers - 1)
         kernels::rmsnorm(row + j * H, row + j * H, final_norm_.data(), H, target.norm_eps);
   }
-  kernels::matmul(draft_->fc(), fused.data(), n, ctx.data(), &session_.pool());
+  draft_matmul(draft_->fc(), fused.data(), n, ctx.data(), session_.pool());
   for (int i = 0; i < n; ++i)
     kernels::rmsnorm(&ctx[static_cast<size_t>(i) * H], &ctx[static_cast<size_t>(i) * H], draft_->hidden_norm().data(), H, c.eps);
   std::vector<float> k(static_cast<size_t>(n) * kvd), v(k.size());
   for (int l = 0; l < c.layers; ++l) {
     const auto& L = draft_->layer(l);
-    kernels::matmul(*L.k, ctx.data(), n, k.data(), &session_.pool());
-    kernels::matmul(*L.v, ctx.data(), n, v.data(), &session_.pool());
+    draft_matmul(*L.k, ctx.data(), n, k.data(), session_.pool());
+    draft_matmul(*L.v, ctx.data(), n, v.data(), session_.pool());
     for (int i = 0; i < n; ++i) {
       float* ki = &k[static_cast<size_t>(i) * kvd];
       for (int h = 0; h < c.kv_heads; ++h) kernels::rmsnorm(ki + h * c.head_dim, ki + h * c.head_dim, L.k_norm.data(), c.head_dim, c.eps);
@@ -259,9 +267,9 @@ const std::vector<float>& DFlashDrafter::block_logits(std::span<const int32_t> h
   for (int l = 0; l < c.layers; ++l) {
     const auto& L = draft_->layer(l);
     for (int i = 0; i < B; ++i) kernels::rmsnorm(&x_[static_cast<size_t>(i) * H], &h_[static_cast<size_t>(i) * H], L.in_norm.data(), H, c.eps);
-    kernels::matmul(*L.q, x_.data(), B, q_.data(), &pool);
-    kernels::matmul(*L.k, x_.data(), B, k_.data(), &pool);
-    kernels::matmul(*L.v, x_.data(), B, v_.data(), &pool);
+    draft_matmul(*L.q, x_.data(), B, q_.data(), pool);
+    draft_matmul(*L.k, x_.data(), B, k_.data(), pool);
+    draft_matmul(*L.v, x_.data(), B, v_.data(), pool);
     for (int i = 0; i < B; ++i) {
       float* qi = &q_[static_cast<size_t>(i) * qd];
       float* ki = &k_[static_cast<size_t>(i) * kvd];
@@ -295,13 +303,13 @@ const std::vector<float>& DFlashDrafter::block_logits(std::span<const int32_t> h
         }
       flush();
     }
-    kernels::matmul(*L.o, attn_.data(), B, x_.data(), &pool);
+    draft_matmul(*L.o, attn_.data(), B, x_.data(), pool);
     for (size_t j = 0; j < h_.size(); ++j) h_[j] += x_[j];
     for (int i = 0; i < B; ++i) kernels::rmsnorm(&x_[static_cast<size_t>(i) * H], &h_[static_cast<size_t>(i) * H], L.post_norm.data(), H, c.eps);
-    kernels::matmul(*L.gate, x_.data(), B, gate_.data(), &pool);
-    kernels::matmul(*L.up, x_.data(), B, up_.data(), &pool);
+    draft_matmul(*L.gate, x_.data(), B, gate_.data(), pool);
+    draft_matmul(*L.up, x_.data(), B, up_.data(), pool);
     for (int i = 0; i < B; ++i) kernels::swiglu(&gate_[static_cast<size_t>(i) * c.ffn], &up_[static_cast<size_t>(i) * c.ffn], c.ffn);
-    kernels::matmul(*L.down, gate_.data(), B, x_.data(), &pool);
+    draft_matmul(*L.down, gate_.data(), B, x_.data(), pool);
     for (size_t j = 0; j < h_.size(); ++j) h_[j] += x_[j];
   }
   // Rows 1..rows through the final norm and the target's head.
@@ -309,11 +317,17 @@ const std::vector<float>& DFlashDrafter::block_logits(std::span<const int32_t> h
     kernels::rmsnorm(&x_[static_cast<size_t>(i - 1) * H], &h_[static_cast<size_t>(i) * H], draft_->norm().data(), H, c.eps);
   const TensorView& head = subset_ ? subset_->view() : *output_;
   logits_.resize(static_cast<size_t>(rows) * logits_width());
-  if (rows > 0) kernels::matmul(head, x_.data(), rows, logits_.data(), &pool);
+  if (rows > 0) draft_matmul(head, x_.data(), rows, logits_.data(), pool);
   return logits_;
 }
 
 int DFlashDrafter::logits_width() const { return subset_ ? subset_->size() : session_.model().config().vocab_size; }
+
+void DFlashDrafter::prepare(std::span<const int32_t> history) {
+  const auto& cached = session_.cached_tokens();
+  if (cached.size() < history.size() || !std::equal(history.begin(), history.end(), cached.begin())) return;
+  extend_context(history, static_cast<int>(history.size()));
+}
 
 void DFlashDrafter::draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) {
   out.clear();

@@ -77,6 +77,8 @@ class DFlashDrafter : public Drafter {
   DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, Session& session, int draft_vocab = kDraftVocabDefault);
   const char* name() const override { return "dflash"; }
   void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) override;
+  // The draft's context keys/values for the whole prefilled prompt.
+  void prepare(std::span<const int32_t> history) override;
   // The draft's logits for block positions 1..rows (all B-1 when rows < 0)
   // after `history` (whose last token is the anchor, not yet run by the
   // target): rows x logits_width(); column j is token token_of(j).
