@@ -24,7 +24,14 @@ class BlockPlanner {
   // < drafted means a mismatch was seen at position accepted + 1).
   void record_acceptance(int drafted, int accepted);
 
-  double acceptance_rate() const { return (hits_ + 1.0) / (hits_ + misses_ + 2.0); }
+  // Estimated chance that draft position i (0-based) is accepted when all
+  // before it were: each position has its own decayed counts, since a
+  // block draft's later positions are much weaker than its first.
+  double acceptance_rate(int i = 0) const;
+  // How many tokens to ask the drafter for, at most `room`: one more than
+  // the block the planner would choose from a full draft (so the next
+  // position keeps being measured), at least 1.
+  int draft_request(int room) const;
   // Estimated seconds of a forward over n tokens (n >= 1).
   double cost(int n) const;
   int draft_max() const { return draft_max_; }
@@ -37,7 +44,7 @@ class BlockPlanner {
  private:
   int draft_max_;
   bool adaptive_;
-  double hits_ = 2.0, misses_ = 1.0;  // decayed counts of per-position outcomes
+  std::vector<double> hits_, misses_;  // per draft position: decayed counts of outcomes
   std::vector<double> time_;          // EMA of seconds per forward size (0 = not measured)
   double draft_time_ = 0;             // EMA of seconds per draft
 };

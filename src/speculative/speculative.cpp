@@ -159,7 +159,7 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
       --skip;
     } else {
       auto td = Clock::now();
-      drafter.draft(history, std::min(room, planner.draft_max()), draft);
+      drafter.draft(history, planner.draft_request(room), draft);
       if (matcher) trim_to_constraint(*matcher, tok, draft);
       const double dt = seconds_since(td);
       st.draft_seconds += dt;

@@ -291,6 +291,18 @@ TEST(Speculative, PlannerFallsBackToPlainWhenDraftsFailAndGrowsBlocksWhenTheyHit
   EXPECT_NEAR(costly.steps_to_skip(), 80, 1);
   for (int i = 0; i < 200; ++i) costly.record_draft_time(1e3);
   EXPECT_EQ(costly.steps_to_skip(), 512);
+  // Acceptance per position (a block draft's later positions are weaker):
+  // the first draft always right and the second always wrong give blocks
+  // of one, and the drafter is asked for one more token than that.
+  BlockPlanner first(16, true);
+  for (int n = 1; n <= 17; ++n) first.record_time(n, 1.0 + 0.1 * (n - 1));
+  for (int i = 0; i < 40; ++i) first.record_acceptance(4, 1);
+  EXPECT_GT(first.acceptance_rate(0), 0.9);
+  EXPECT_LT(first.acceptance_rate(1), 0.1);
+  EXPECT_EQ(first.choose(16), 1);
+  EXPECT_EQ(first.draft_request(16), 2);
+  EXPECT_EQ(first.draft_request(1), 1);
+  EXPECT_EQ(BlockPlanner(16, false).draft_request(9), 9);
   EXPECT_THROW(BlockPlanner(0, true), Error);
   EXPECT_THROW(BlockPlanner(33, true), Error);
 }
