@@ -53,6 +53,20 @@ void BlockPlanner::record_acceptance(int drafted, int accepted) {
   }
 }
 
+void BlockPlanner::record_step(bool drafted, int tokens, double seconds) {
+  if (tokens < 1 || !(seconds > 0)) return;
+  StepRate& r = drafted ? drafted_steps_ : plain_steps_;
+  drafted_since_plain_ = drafted ? drafted_since_plain_ + 1 : 0;
+  const bool first = r.seconds == 0;
+  r.tokens = first ? tokens : kTimeDecay * r.tokens + (1 - kTimeDecay) * tokens;
+  r.seconds = first ? seconds : kTimeDecay * r.seconds + (1 - kTimeDecay) * seconds;
+}
+
+bool BlockPlanner::speculation_loses() const {
+  if (!adaptive_ || drafted_steps_.seconds == 0 || plain_steps_.seconds == 0) return false;
+  return drafted_steps_.tokens / drafted_steps_.seconds < plain_steps_.tokens / plain_steps_.seconds;
+}
+
 double BlockPlanner::cost(int n) const {
   if (time_[static_cast<size_t>(n)] > 0) return time_[static_cast<size_t>(n)];
   // Scale from the nearest measured size by the prior.

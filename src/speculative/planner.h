@@ -35,6 +35,17 @@ class BlockPlanner {
   // Estimated seconds of a forward over n tokens (n >= 1).
   double cost(int n) const;
   int draft_max() const { return draft_max_; }
+  // One decode-loop step end to end (drafting included): `drafted` when a
+  // draft was made for it, giving `tokens` tokens in `seconds`.
+  void record_step(bool drafted, int tokens, double seconds);
+  // Measured end to end, steps with drafting have given fewer tokens per
+  // second than plain ones (both measured; never when not adaptive). Catches
+  // what the cost model misses: a drafter whose work slows the target's
+  // next forward (caches, idle threads), noise in the per-part times.
+  bool speculation_loses() const;
+  // A plain step is due to (re)measure the plain rate: none measured yet,
+  // or 32 steps with drafting since the last one.
+  bool wants_plain_step() const { return adaptive_ && (plain_steps_.seconds == 0 || drafted_since_plain_ >= 32); }
   // Plain steps to take without drafting after the planner chose a plain
   // step, so that failed drafting costs at most about `share` of the decode
   // time: the measured draft time over share x one decode step (0 when
@@ -47,6 +58,10 @@ class BlockPlanner {
   std::vector<double> hits_, misses_;  // per draft position: decayed counts of outcomes
   std::vector<double> time_;          // EMA of seconds per forward size (0 = not measured)
   double draft_time_ = 0;             // EMA of seconds per draft
+  struct StepRate {
+    double tokens = 0, seconds = 0;  // EMAs per step
+  } drafted_steps_, plain_steps_;
+  int drafted_since_plain_ = 0;
 };
 
 }  // namespace pocket

@@ -303,6 +303,20 @@ TEST(Speculative, PlannerFallsBackToPlainWhenDraftsFailAndGrowsBlocksWhenTheyHit
   EXPECT_EQ(first.draft_request(16), 2);
   EXPECT_EQ(first.draft_request(1), 1);
   EXPECT_EQ(BlockPlanner(16, false).draft_request(9), 9);
+  // End to end: a plain step is measured first and every 32 drafted steps;
+  // drafted steps slower per token than plain ones make speculation lose.
+  BlockPlanner g(16, true);
+  EXPECT_TRUE(g.wants_plain_step());
+  g.record_step(false, 1, 1.0);  // plain: 1 token/s
+  EXPECT_FALSE(g.wants_plain_step());
+  EXPECT_FALSE(g.speculation_loses()) << "no drafted step measured yet";
+  g.record_step(true, 2, 4.0);  // 0.5 token/s
+  EXPECT_TRUE(g.speculation_loses());
+  for (int i = 0; i < 40; ++i) g.record_step(true, 3, 1.0);
+  EXPECT_FALSE(g.speculation_loses());
+  EXPECT_TRUE(g.wants_plain_step()) << "32 drafted steps since the last plain one";
+  EXPECT_FALSE(BlockPlanner(16, false).wants_plain_step());
+  EXPECT_FALSE(BlockPlanner(16, false).speculation_loses());
   EXPECT_THROW(BlockPlanner(0, true), Error);
   EXPECT_THROW(BlockPlanner(33, true), Error);
 }
