@@ -19,6 +19,18 @@ namespace pocket::test {
 
 using PairDistribution = std::map<std::pair<int, int>, double>;
 
+// The options these checks sample with: 3 tokens at temperature 1 over the
+// top 4 (small supports, so 2000-3000 runs measure every pair).
+inline GenerateOptions top4_sampling() {
+  GenerateOptions o;
+  o.max_tokens = 3;
+  o.sampling.temperature = 1.0f;
+  o.sampling.top_k = 4;
+  o.sampling.top_p = 1.0f;
+  o.sampling.min_p = 0.0f;
+  return o;
+}
+
 // p(t1, t2) of plain sampling after `in` with `cfg`, masked by `matcher`
 // (left where it was) when not null. `likely_second`, when not null, gets a
 // likely but not certain second token (a useful fixed draft).

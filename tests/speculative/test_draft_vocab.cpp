@@ -269,12 +269,7 @@ TEST(DraftVocab, SamplingWithAReducedVocabularyKeepsTheDistribution) {
   const LoadedModel& m = test::dflash_target();
   const ModelConfig& c = m.model->config();
   Session s(m.model, m.tokenizer, 64, 1);
-  GenerateOptions o;
-  o.max_tokens = 3;
-  o.sampling.temperature = 1.0f;
-  o.sampling.top_k = 4;
-  o.sampling.top_p = 1.0f;
-  o.sampling.min_p = 0.0f;
+  GenerateOptions o = test::top4_sampling();
   const auto in = test::prompt_tokens(6, 77);
   const auto exact = test::exact_pair_distribution(s, in, o.sampling);
   // The subset: the two likeliest second tokens (so drafts are often

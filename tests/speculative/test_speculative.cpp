@@ -331,12 +331,7 @@ TEST(Speculative, SamplingKeepsTheDistribution) {
   EncodeOptions eo;
   eo.add_bos = true;
   auto in = m.tokenizer->encode("Once upon a time there was a", eo);
-  GenerateOptions o;
-  o.max_tokens = 3;
-  o.sampling.temperature = 1.0f;
-  o.sampling.top_k = 4;
-  o.sampling.top_p = 1.0f;
-  o.sampling.min_p = 0.0f;
+  GenerateOptions o = test::top4_sampling();
   // Exact joint p(t1, t2) over the top-4 truncations.
   int32_t fixed_draft = -1;
   const auto exact = test::exact_pair_distribution(s, in, o.sampling, nullptr, &fixed_draft);
@@ -413,12 +408,7 @@ TEST(SpeculativeConstrained, SamplingKeepsTheMaskedDistribution) {
   spec.kind = constrain::ConstraintSpec::Kind::Regex;
   spec.text = " [b-z][a-z]*( [b-z][a-z]*)+";  // words not starting with 'a': masks the likeliest tokens
   auto constraint = constrain::compile_constraint(spec, *m.tokenizer);
-  GenerateOptions o;
-  o.max_tokens = 3;
-  o.sampling.temperature = 1.0f;
-  o.sampling.top_k = 4;
-  o.sampling.top_p = 1.0f;
-  o.sampling.min_p = 0.0f;
+  GenerateOptions o = test::top4_sampling();
   o.constraint = constraint;
   constrain::Matcher matcher = constraint->matcher();
   int32_t fixed_draft = -1;
