@@ -224,17 +224,18 @@ TEST(DraftVocab, DFlashSubsetLogitsAreTheFullLogitsColumns) {
 // greedy decoding, down to a one-token vocabulary (every draft rejected
 // unless the target's argmax is that token).
 TEST(DraftVocab, GreedyDFlashWithAReducedVocabularyEqualsPlain) {
+  POCKET_SKIP_WHEN_EMULATED("47 s under qemu; the subset logits (per ISA) are tested above and acceptance is ISA-independent");
   const LoadedModel& m = test::dflash_target();
   const ModelConfig& c = m.model->config();
   test::TempDir dir;
   // Ranked by the target's own greedy choices first, so drafts get accepted.
-  Session s(m.model, m.tokenizer, 96, test::emulated() ? 1 : 2);
+  Session s(m.model, m.tokenizer, 96, 2);
   GenerateOptions o;
   o.max_tokens = 24;
   o.sampling.temperature = 0;
   std::vector<std::vector<int32_t>> prompts, plain;
   std::vector<uint64_t> counts(static_cast<size_t>(c.vocab_size), 0);
-  for (int i = 0; i < (test::emulated() ? 2 : 3); ++i) {
+  for (int i = 0; i < 3; ++i) {
     prompts.push_back(test::prompt_tokens(3 + 4 * i, 140 + static_cast<uint64_t>(i)));
     s.reset();
     plain.push_back(s.generate(prompts.back(), o).tokens);
