@@ -280,24 +280,28 @@ TEST(DFlash, TrainedPocketMiniDraftIsLosslessAndAccepted) {
     GTEST_SKIP() << "models/pocket-mini.pq4 or models/pocket-mini-dflash is not in the tree";
   LoadedModel m = load_model(models + "pocket-mini.pq4");
   auto draft = std::make_shared<const DFlashDraft>(models + "pocket-mini-dflash", m.model->config());
+  ASSERT_NE(draft->draft_vocab(), nullptr) << "the shipped ranking (draft_vocab.txt) did not load";
   Session s(m.model, m.tokenizer, 256, 2);
-  DFlashDrafter drafter(draft, s);
   GenerateOptions o;
   o.max_tokens = 32;
   o.sampling.temperature = 0;
   o.stop_at_eos = false;
-  int accepted = 0;
-  for (const char* text : {"这款手机的电池", "The hotel room was"}) {
-    const auto in = m.tokenizer->encode(text, {});
-    s.reset();
-    const auto want = s.generate(in, o);
-    SpeculativeStats st;
-    s.reset();
-    const auto got = generate_speculative(s, drafter, in, o, {7, false}, {}, &st);
-    EXPECT_EQ(got.tokens, want.tokens) << text;
-    accepted += st.accepted;
+  // The whole vocabulary, the default reduced one (8192) and 4096 tokens.
+  for (int n : {0, kDraftVocabDefault, 4096}) {
+    DFlashDrafter drafter(draft, s, n);
+    int accepted = 0;
+    for (const char* text : {"这款手机的电池", "The hotel room was"}) {
+      const auto in = m.tokenizer->encode(text, {});
+      s.reset();
+      const auto want = s.generate(in, o);
+      SpeculativeStats st;
+      s.reset();
+      const auto got = generate_speculative(s, drafter, in, o, {7, false}, {}, &st);
+      EXPECT_EQ(got.tokens, want.tokens) << text << " draft vocabulary " << n;
+      accepted += st.accepted;
+    }
+    EXPECT_GT(accepted, 4) << "draft vocabulary " << n;
   }
-  EXPECT_GT(accepted, 4);
 }
 
 TEST(DFlash, BadDraftFilesGetOneClearError) {
