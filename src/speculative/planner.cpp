@@ -30,7 +30,7 @@ double BlockPlanner::acceptance_rate(int i) const {
 
 int BlockPlanner::draft_request(int room) const {
   if (room <= 0) return 0;
-  if (!adaptive_) return std::min(room, draft_max_);
+  if (!adaptive_ || !costly_drafter()) return std::min(room, draft_max_);
   return std::min({room, draft_max_, choose(draft_max_) + 1});
 }
 
@@ -63,7 +63,7 @@ void BlockPlanner::record_step(bool drafted, int tokens, double seconds) {
 }
 
 bool BlockPlanner::speculation_loses() const {
-  if (!adaptive_ || drafted_steps_.seconds == 0 || plain_steps_.seconds == 0) return false;
+  if (!adaptive_ || !costly_drafter() || drafted_steps_.seconds == 0 || plain_steps_.seconds == 0) return false;
   return drafted_steps_.tokens / drafted_steps_.seconds < plain_steps_.tokens / plain_steps_.seconds;
 }
 

@@ -28,10 +28,13 @@ class BlockPlanner {
   // before it were: each position has its own decayed counts, since a
   // block draft's later positions are much weaker than its first.
   double acceptance_rate(int i = 0) const;
-  // How many tokens to ask the drafter for, at most `room`: one more than
-  // the block the planner would choose from a full draft (so the next
-  // position keeps being measured), at least 1.
+  // How many tokens to ask the drafter for, at most `room`: for a costly
+  // drafter (costly_drafter()) one more than the block the planner would
+  // choose from a full draft (so the next position keeps being measured),
+  // at least 1; otherwise draft_max.
   int draft_request(int room) const;
+  // Drafting takes more than 5% of a decode step (a model drafter, not lookup).
+  bool costly_drafter() const { return draft_time_ > 0.05 * cost(1); }
   // Estimated seconds of a forward over n tokens (n >= 1).
   double cost(int n) const;
   int draft_max() const { return draft_max_; }
@@ -39,13 +42,17 @@ class BlockPlanner {
   // draft was made for it, giving `tokens` tokens in `seconds`.
   void record_step(bool drafted, int tokens, double seconds);
   // Measured end to end, steps with drafting have given fewer tokens per
-  // second than plain ones (both measured; never when not adaptive). Catches
+  // second than plain ones (both measured, a costly drafter; never when
+  // not adaptive). Catches
   // what the cost model misses: a drafter whose work slows the target's
   // next forward (caches, idle threads), noise in the per-part times.
   bool speculation_loses() const;
   // A plain step is due to (re)measure the plain rate: none measured yet,
   // or 32 steps with drafting since the last one.
-  bool wants_plain_step() const { return adaptive_ && (plain_steps_.seconds == 0 || drafted_since_plain_ >= 32); }
+  // Only for a costly drafter: a free one loses nothing by drafting.
+  bool wants_plain_step() const {
+    return adaptive_ && costly_drafter() && (plain_steps_.seconds == 0 || drafted_since_plain_ >= 32);
+  }
   // Plain steps to take without drafting after the planner chose a plain
   // step, so that failed drafting costs at most about `share` of the decode
   // time: the measured draft time over share x one decode step (0 when

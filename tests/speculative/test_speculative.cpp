@@ -300,12 +300,18 @@ TEST(Speculative, PlannerFallsBackToPlainWhenDraftsFailAndGrowsBlocksWhenTheyHit
   EXPECT_GT(first.acceptance_rate(0), 0.9);
   EXPECT_LT(first.acceptance_rate(1), 0.1);
   EXPECT_EQ(first.choose(16), 1);
+  EXPECT_EQ(first.draft_request(16), 16) << "drafting measured free (lookup): ask for everything";
+  first.record_draft_time(0.5);  // half a decode step
+  EXPECT_TRUE(first.costly_drafter());
   EXPECT_EQ(first.draft_request(16), 2);
   EXPECT_EQ(first.draft_request(1), 1);
   EXPECT_EQ(BlockPlanner(16, false).draft_request(9), 9);
   // End to end: a plain step is measured first and every 32 drafted steps;
   // drafted steps slower per token than plain ones make speculation lose.
   BlockPlanner g(16, true);
+  for (int n = 1; n <= 17; ++n) g.record_time(n, 1.0);
+  EXPECT_FALSE(g.wants_plain_step()) << "drafting not measured yet";
+  g.record_draft_time(0.3);
   EXPECT_TRUE(g.wants_plain_step());
   g.record_step(false, 1, 1.0);  // plain: 1 token/s
   EXPECT_FALSE(g.wants_plain_step());
