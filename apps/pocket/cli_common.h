@@ -49,6 +49,7 @@ void add_eval(CLI::App& app, int& rc);
 void add_prune_vocab(CLI::App& app, int& rc);
 void add_convert_draft(CLI::App& app, int& rc);
 void add_ngram_build(CLI::App& app, int& rc);
+void add_draft_vocab(CLI::App& app, int& rc);
 void add_train_head(CLI::App& app, int& rc);
 void add_classify(CLI::App& app, int& rc);  // classify and route
 void add_rank(CLI::App& app, int& rc);
