@@ -151,9 +151,10 @@ int run(int argc, char** argv) {
       for (int32_t t : random_ids(user, vocab, 100 + i)) turn.push_back(t);
       s.prefill(turn);
     }
-    std::printf("%d sessions from the %d-token prefix, each + %d own tokens, %s: Pss +%.1f MiB (%.1f MiB each)\n",
-                sessions, prefix, user, cow ? "copy-on-write" : "copied", mib(pss_kb() - base),
-                mib(pss_kb() - base) / sessions);
+    const double grew = (static_cast<double>(pss_kb()) - static_cast<double>(base)) / 1024.0;
+    std::printf("%d sessions from the %d-token prefix, each + %d own tokens, %s: Pss %.1f -> %.1f MiB, +%.1f MiB "
+                "(%.1f MiB each)\n",
+                sessions, prefix, user, cow ? "copy-on-write" : "copied", mib(base), mib(pss_kb()), grew, grew / sessions);
   }
   return 0;
 }
