@@ -2,6 +2,12 @@
 
 #include <sys/mman.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
+#if defined(__linux__) && defined(SYS_memfd_create)
+#define POCKET_KV_IMAGES 1  // memory files (Linux 3.17+, every Android kernel Pocket targets)
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -153,9 +159,11 @@ std::string KVCache::shape() const {
 }
 
 std::shared_ptr<const KVImage> KVCache::image() const {
-#if defined(__linux__)
+#if defined(POCKET_KV_IMAGES)
   if (local_base_ != 0) return nullptr;
-  const int fd = memfd_create("pocket-kv-prefix", MFD_CLOEXEC);
+  // The system call rather than libc's memfd_create(), which older Android
+  // API levels do not declare. 1 = MFD_CLOEXEC.
+  const int fd = static_cast<int>(syscall(SYS_memfd_create, "pocket-kv-prefix", 1u));
   if (fd < 0) return nullptr;
   std::shared_ptr<KVImage> img(new KVImage);
   img->fd_ = fd;
@@ -188,7 +196,7 @@ std::shared_ptr<const KVImage> KVCache::image() const {
 }
 
 bool KVCache::adopt(const KVImage& img) {
-#if defined(__linux__)
+#if defined(POCKET_KV_IMAGES)
   if (img.fd_ < 0 || img.shape_ != shape()) return false;
   // MAP_FIXED replaces the old pages in one step; it fails only for want of
   // memory, and then the old mapping is put back (empty) before reporting.
