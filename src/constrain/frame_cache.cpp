@@ -16,7 +16,7 @@ constexpr uint64_t kAlt = 0xA17, kEndTag = 0xE4D, kRepTag = 0x4E9, kSetTag = 0x5
 }  // namespace
 
 Hash128 mix(Hash128 h, uint64_t x) {
-  return {splitmix(h.a ^ splitmix(x)), splitmix(h.b + splitmix(x ^ 0x5851F42D4C957F2Dull))};
+  return {splitmix(h.a ^ x), splitmix(h.b + x * 0x5851F42D4C957F2Dull + 0x14057B7EF767814Full)};
 }
 Hash128 mix(Hash128 h, const Hash128& x) { return mix(mix(h, x.a), x.b); }
 

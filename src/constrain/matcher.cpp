@@ -519,12 +519,13 @@ void Matcher::compute_mask(int32_t s) {
     const int32_t room = rep.max < 0 ? kNone : rep.max - r.cnt;  // items the real count still allows
     const int32_t least = rep.min - r.cnt;                       // items it needs before leaving
     if (room >= kFewItems) {  // all but the few tokens needing more room than that
-      std::vector<uint64_t> in = fr.decided;
-      for (auto [j, id] : fr.over) {
+      const bool clears = !fr.over.empty() && fr.over[0].first > room;
+      const std::vector<uint64_t> other = clears && split.other >= 0 ? m : std::vector<uint64_t>();
+      for (size_t w = 0; w < m.size(); ++w) m[w] |= fr.decided[w];
+      for (auto [j, id] : fr.over) {  // keeps the bits the other stacks set
         if (j <= room) break;
-        in[id >> 6] &= ~(uint64_t{1} << (id & 63));
+        m[id >> 6] &= ~(uint64_t{1} << (id & 63)) | (other.empty() ? 0 : other[id >> 6]);
       }
-      for (size_t w = 0; w < m.size(); ++w) m[w] |= in[w];
     } else {  // near the bound: compare every token's need, eight at a time
       const auto below = static_cast<uint8_t>(room + 1);
       const uint8_t* need = fr.need.data();  // padded to whole words with kOut
