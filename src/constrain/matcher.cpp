@@ -37,6 +37,22 @@ void mark_tokens(const VocabIndex& v, int32_t i, std::vector<uint64_t>& m) {
   }
 }
 // pos < 2^22 (the element cap), parent + 3 < 2^23 (the node cap), cnt < 2^19.
+// Visits the trie nodes in [from, to) in preorder, each with the state after
+// it (stack[depth] holds the state above the first; step(i) is the state
+// after node i from its parent's); visit(i, state) false, or a dead state,
+// skips the node's subtree.
+template <class Step, class Visit>
+void walk_trie(const VocabIndex& v, std::vector<int32_t>& stack, int32_t from, int32_t to, Step&& step, Visit&& visit) {
+  for (int32_t i = from; i < to;) {
+    const int32_t t = step(i);
+    if (t < 0 || !visit(i, t)) {
+      i = v.node_skip[i];
+      continue;
+    }
+    stack[v.node_depth[i]] = t;
+    ++i;
+  }
+}
 uint64_t key(int32_t pos, int32_t parent, int32_t cnt) {
   return static_cast<uint64_t>(pos) | (static_cast<uint64_t>(parent + 3) << 22) | (static_cast<uint64_t>(cnt) << 45);
 }
@@ -218,6 +234,7 @@ int32_t Matcher::trie_step(int32_t i) {
   return t == kUnknown ? step(from, b) : t;
 }
 
+
 void Matcher::make_room(size_t bytes) {
   if (cache_bytes_ == 0 || cache_bytes_ + bytes <= cache_limit_) return;
   masks_.clear();
@@ -282,27 +299,17 @@ const Matcher::Frame& Matcher::frame_info(int32_t f) {
   if (const Frame* hit = cached_frame(f, false, key, shareable)) return *hit;
   Frame fr;
   fr.decided.assign(v_->mask_words(), 0);
-  const auto& byte = v_->node_byte;
-  const auto& depth = v_->node_depth;
-  const auto& skip = v_->node_skip;
-  const int32_t n = static_cast<int32_t>(byte.size());
   walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
   walk_stack_[0] = f;
-  for (int32_t i = 0; i < n;) {
-    const int32_t t = trie_step(i);
-    if (t < 0) {
-      i = skip[i];
-      continue;
-    }
+  walk_trie(*v_, walk_stack_, 0, static_cast<int32_t>(v_->node_byte.size()), [&](int32_t i) { return trie_step(i); },
+            [&](int32_t i, int32_t t) {
     if (states_[t].escaped) {
       fr.undecided.push_back(i);
-      i = skip[i];
-      continue;
+      return false;
     }
-    walk_stack_[depth[i]] = t;
     mark_tokens(*v_, i, fr.decided);
-    ++i;
-  }
+    return true;
+  });
   undecided_ += static_cast<int64_t>(fr.undecided.size());
   return keep_frame(f, std::move(fr), key, shareable);
 }
@@ -440,18 +447,10 @@ const Matcher::Frame& Matcher::counted_frame_info(int32_t f) {
   Frame fr;
   fr.need.assign(v_->mask_words() * 64, kOut);
   fr.decided.assign(v_->mask_words(), 0);
-  const auto& depth = v_->node_depth;
-  const auto& skip = v_->node_skip;
-  const int32_t n = static_cast<int32_t>(depth.size());
   walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
   walk_stack_[0] = f;
-  for (int32_t i = 0; i < n;) {
-    const int32_t t = trie_step(i);
-    if (t < 0) {
-      i = skip[i];
-      continue;
-    }
-    walk_stack_[depth[i]] = t;
+  walk_trie(*v_, walk_stack_, 0, static_cast<int32_t>(v_->node_byte.size()), [&](int32_t i) { return trie_step(i); },
+            [&](int32_t i, int32_t t) {
     for (int32_t j : states_[t].esc_tags) fr.escapes.emplace_back(i, j);
     if (v_->node_tok[i] < v_->node_tok[i + 1]) {
       rel_info(t);
@@ -475,8 +474,8 @@ const Matcher::Frame& Matcher::counted_frame_info(int32_t f) {
         }
       }
     }
-    ++i;
-  }
+    return true;
+  });
   std::sort(fr.escapes.begin(), fr.escapes.end());
   std::sort(fr.over.rbegin(), fr.over.rend());
   return keep_frame(f, std::move(fr), key, shareable);
@@ -485,20 +484,14 @@ const Matcher::Frame& Matcher::counted_frame_info(int32_t f) {
 // Marks the tokens below trie node `node` (not the node's own) that `state`,
 // standing at the node, accepts.
 void Matcher::walk_below(int32_t node, int32_t state, std::vector<uint64_t>& m) {
-  const auto& depth = v_->node_depth;
-  const auto& skip = v_->node_skip;
-  walk_stack_[depth[node]] = state;
-  for (int32_t i = node + 1; i < skip[node];) {
-    const int32_t t = trie_step(i);
-    if (t < 0) {
-      i = skip[i];
-      continue;
-    }
-    walk_stack_[depth[i]] = t;
+  walk_stack_[v_->node_depth[node]] = state;
+  walk_trie(*v_, walk_stack_, node + 1, v_->node_skip[node], [&](int32_t i) { return trie_step(i); },
+            [&](int32_t i, int32_t) {
     mark_tokens(*v_, i, m);
-    ++i;
-  }
+    return true;
+  });
 }
+
 
 // The frame's decided tokens, plus a walk with the real stacks that visits
 // only the undecided subtrees and the trie nodes above them. Inside a counted
