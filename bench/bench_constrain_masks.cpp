@@ -83,6 +83,9 @@ int run(int argc, char** argv) {
         }
       }
       r["mask_us"] = mask_us;
+      const auto st = m.stats();
+      r["frame_walks"] = st.frame_masks - st.frame_hits;
+      r["shared_frames"] = st.shared_hits;
       r["accepting"] = m.accepting();
     } catch (const std::exception& e) {
       r["error"] = e.what();

@@ -239,6 +239,7 @@ void Matcher::make_room(size_t bytes) {
   if (cache_bytes_ == 0 || cache_bytes_ + bytes <= cache_limit_) return;
   masks_.clear();
   frames_.clear();
+  below_escapes_.clear();
   for (State& st : states_) st.mask = st.frame_info = -1;
   cache_bytes_ = 0;
   ++evictions_;
@@ -481,15 +482,30 @@ const Matcher::Frame& Matcher::counted_frame_info(int32_t f) {
   return keep_frame(f, std::move(fr), key, shareable);
 }
 
-// Marks the tokens below trie node `node` (not the node's own) that `state`,
-// standing at the node, accepts.
-void Matcher::walk_below(int32_t node, int32_t state, std::vector<uint64_t>& m) {
-  walk_stack_[v_->node_depth[node]] = state;
-  walk_trie(*v_, walk_stack_, node + 1, v_->node_skip[node], [&](int32_t i) { return trie_step(i); },
-            [&](int32_t i, int32_t) {
-    mark_tokens(*v_, i, m);
-    return true;
-  });
+// The tokens accepted below the escapes of counted frame `frame` (not at the
+// escape nodes themselves) when the real state past the repetition is
+// `exit`, each with the relative count of its escape; cached per pair.
+const std::vector<std::pair<int32_t, int32_t>>& Matcher::below_escapes(int32_t frame, const Frame& fr, int32_t exit) {
+  const uint64_t k = (static_cast<uint64_t>(frame) << 32) | static_cast<uint32_t>(exit);
+  auto it = below_escapes_.find(k);
+  if (it != below_escapes_.end()) return it->second;
+  std::vector<std::pair<int32_t, int32_t>> out;
+  walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
+  for (size_t e = 0; e < fr.escapes.size();) {
+    const int32_t node = fr.escapes[e].first;
+    size_t end = e;
+    while (end < fr.escapes.size() && fr.escapes[end].first == node) ++end;
+    walk_stack_[v_->node_depth[node]] = exit;
+    walk_trie(*v_, walk_stack_, node + 1, v_->node_skip[node], [&](int32_t i) { return trie_step(i); },
+              [&](int32_t i, int32_t) {
+                for (int32_t t = v_->node_tok[i]; t < v_->node_tok[i + 1]; ++t)
+                  for (size_t x = e; x < end; ++x) out.emplace_back(fr.escapes[x].second, v_->tok_ids[t]);
+                return true;
+              });
+    e = end;
+  }
+  cache_bytes_ += out.size() * 2 * sizeof(int32_t);
+  return below_escapes_.emplace(k, std::move(out)).first->second;
 }
 
 
@@ -534,13 +550,8 @@ void Matcher::compute_mask(int32_t s) {
     }
     for (auto [id, j] : fr.tagged)
       if (j >= least && j <= room) m[id >> 6] |= uint64_t{1} << (id & 63);
-    walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
-    int32_t last = -1;
-    for (auto [node, j] : fr.escapes)
-      if (node != last && j >= least && j <= room) {
-        walk_below(node, split.exit, m);
-        last = node;
-      }
+    for (auto [j, id] : below_escapes(split.frame, fr, split.exit))
+      if (j >= least && j <= room) m[id >> 6] |= uint64_t{1} << (id & 63);
     if (states_[s].accept)
       for (int32_t e : v_->eos_ids) m[e >> 6] |= uint64_t{1} << (e & 63);
     cache_bytes_ += m.size() * sizeof(uint64_t);

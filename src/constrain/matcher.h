@@ -147,7 +147,7 @@ class Matcher {
   bool frame_key(int32_t f, bool counted, Hash128& key);
   const Frame* cached_frame(int32_t f, bool counted, Hash128& key, bool& shareable);
   const Frame& keep_frame(int32_t f, Frame fr, const Hash128& key, bool shareable);
-  void walk_below(int32_t node, int32_t state, std::vector<uint64_t>& m);
+  const std::vector<std::pair<int32_t, int32_t>>& below_escapes(int32_t frame, const Frame& fr, int32_t exit);
   void make_room(size_t bytes);
   int32_t trie_step(int32_t node);
 
@@ -163,6 +163,10 @@ class Matcher {
   std::vector<int32_t> trans_;  // states_ x 256, -2 unknown, -1 dead
   std::vector<std::vector<uint64_t>> masks_;
   std::vector<std::shared_ptr<const Frame>> frames_;
+  // Per (counted frame, real state past its repetition): (j, token) for the
+  // tokens accepted below the frame's escapes, so each count of one
+  // repetition walks them once.
+  std::unordered_map<uint64_t, std::vector<std::pair<int32_t, int32_t>>> below_escapes_;
   std::shared_ptr<FrameCache> shared_;  // the vocabulary's frames (null: none)
   size_t cache_bytes_ = 0, cache_limit_ = size_t{256} << 20;
   std::vector<int32_t> walk_stack_;
