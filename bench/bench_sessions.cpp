@@ -36,6 +36,7 @@ using Clock = std::chrono::steady_clock;
 
 double mib(uint64_t kb) { return static_cast<double>(kb) / 1024.0; }
 uint64_t rss_kb() { return bench::proc_status_kb("VmRSS").value_or(0); }
+uint64_t pss_kb() { return bench::pss_kb().value_or(0); }
 
 std::vector<int32_t> random_ids(int n, int vocab, uint64_t seed) {
   seed = seed * 0x9E3779B97F4A7C15ull + 1;  // xorshift needs a non-zero state
@@ -126,6 +127,34 @@ int run(int argc, char** argv) {
   std::printf("  time to first token, shared prefix:     %.1f ms [%.1f, %.1f]  (%.1fx faster)\n", w.median, w.min,
               w.max, c.median / w.median);
   std::printf("  same first token (argmax) in %d of %d runs\n", same, runs + 1);
+
+  // --- memory of N sessions started from the prefix: mapped copy-on-write
+  // (PrefixCache) vs each given a copy (a snapshot restored), proportional
+  // set size (Pss: a page shared by k mappings counts 1/k each) ---
+  const std::string snapshot = owner.snapshot();
+  for (int mode = 0; mode < 2; ++mode) {
+    const bool cow = mode == 0;
+    if (cow && !shared.copy_on_write()) {
+      std::printf("copy-on-write prefix: not available on this system\n");
+      continue;
+    }
+    std::vector<std::unique_ptr<Session>> users;
+    const uint64_t base = pss_kb();
+    for (int i = 0; i < sessions; ++i) {
+      users.push_back(std::make_unique<Session>(m.model, m.tokenizer, ctx, threads));
+      Session& s = *users.back();
+      if (cow)
+        shared.apply(s);
+      else
+        s.restore(reinterpret_cast<const uint8_t*>(snapshot.data()), snapshot.size(), "the prefix snapshot");
+      std::vector<int32_t> turn = system;
+      for (int32_t t : random_ids(user, vocab, 100 + i)) turn.push_back(t);
+      s.prefill(turn);
+    }
+    std::printf("%d sessions from the %d-token prefix, each + %d own tokens, %s: Pss +%.1f MiB (%.1f MiB each)\n",
+                sessions, prefix, user, cow ? "copy-on-write" : "copied", mib(pss_kb() - base),
+                mib(pss_kb() - base) / sessions);
+  }
   return 0;
 }
 

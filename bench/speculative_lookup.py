@@ -6,13 +6,15 @@ Tasks (each a base-model style completion whose answer repeats the prompt):
             continues the quotation.
   quote-zh  a cmrc2018 paragraph, then its first clause again (zh).
   review-zh a hotel review (ChnSentiCorp), then "复述：" and its first half.
-Each prompt runs with plain greedy decoding and with --draft lookup (or --spec-args),
+Each prompt runs with plain greedy decoding and with --draft lookup (or --spec-args;
+several --spec-args run side by side: plain, then each of them, prompt by prompt),
 alternately (the machine is shared: medians over prompts). Prints one
-Markdown table row per task: mean accepted tokens per verify, acceptance,
-median plain and lookup tok/s and the median per-prompt speed-up.
+Markdown table row per task and drafter: mean accepted tokens per verify, acceptance,
+median plain and speculative tok/s and the median per-prompt speed-up.
 
   python3 bench/speculative_lookup.py --pocket build/release/pocket -m MODEL [-n 128] [--prompts 8]
       [--spec-args "--dflash models/pocket-mini-dflash"]   # another drafter than --draft lookup
+      [--spec-args "--dflash models/pocket-mini-dflash --draft-vocab 0" --spec-args "... --draft-vocab 8192"]
 """
 import argparse, csv, json, os, re, shlex, statistics, subprocess, sys, tempfile
 
@@ -91,31 +93,37 @@ def main():
     ap.add_argument("--prompts", type=int, default=8)
     ap.add_argument("--draft-max", type=int, default=16)
     ap.add_argument("--tasks", default="quote-en,quote-zh,review-zh")
-    ap.add_argument("--spec-args", default="--draft lookup", help="the speculative run's drafter flags")
+    ap.add_argument("--spec-args", action="append",
+                    help="the speculative run's drafter flags (default --draft lookup); repeat to compare side by side")
     ap.add_argument("--max-chars", type=int, default=0, help="cut quote-en paragraphs to this many characters")
     a = ap.parse_args()
     global MAX_CHARS
     MAX_CHARS = a.max_chars
     tasks = {"quote-en": quote_en, "quote-zh": quote_zh, "review-zh": review_zh}
-    print(f"drafter: {a.spec_args}")
-    print("| model | task | prompts | drafted | accepted | accepted per verify | plain tok/s | speculative tok/s | speed-up (median) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    specs = a.spec_args or ["--draft lookup"]
+    print(f"drafters: {specs}")
+    print("| model | drafter | task | prompts | drafted | accepted | accepted per verify | plain tok/s | speculative tok/s | speed-up (median) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name in a.tasks.split(","):
-        plain, look, speed, drafted, accepted, verifies = [], [], [], 0, 0, 0
+        plain = []
+        rows = [{"tok": [], "speed": [], "drafted": 0, "accepted": 0, "verifies": 0} for _ in specs]
         for prompt in tasks[name](a.prompts):
             p, _ = run(a.pocket, a.model, prompt, a.n, [])
-            l, st = run(a.pocket, a.model, prompt, a.n, shlex.split(a.spec_args) + ["--draft-max", str(a.draft_max)])
             plain.append(p)
-            look.append(l)
-            speed.append(l / p)
-            if st:
-                drafted += st[0]
-                accepted += st[1]
-                verifies += st[2]
-        print(f"| {os.path.basename(a.model)} | {name} | {len(plain)} | {drafted} | {accepted} "
-              f"({100 * accepted / max(drafted, 1):.0f}%) | {accepted / max(verifies, 1):.2f} | "
-              f"{statistics.median(plain):.1f} | {statistics.median(look):.1f} | {statistics.median(speed):.2f}x |",
-              flush=True)
+            for spec, row in zip(specs, rows):
+                l, st = run(a.pocket, a.model, prompt, a.n, shlex.split(spec) + ["--draft-max", str(a.draft_max)])
+                row["tok"].append(l)
+                row["speed"].append(l / p)
+                if st:
+                    row["drafted"] += st[0]
+                    row["accepted"] += st[1]
+                    row["verifies"] += st[2]
+        for spec, row in zip(specs, rows):
+            d, acc = row["drafted"], row["accepted"]
+            print(f"| {os.path.basename(a.model)} | `{spec}` | {name} | {len(plain)} | {d} | {acc} "
+                  f"({100 * acc / max(d, 1):.0f}%) | {acc / max(row['verifies'], 1):.2f} | "
+                  f"{statistics.median(plain):.1f} | {statistics.median(row['tok']):.1f} | "
+                  f"{statistics.median(row['speed']):.2f}x |", flush=True)
 
 
 if __name__ == "__main__":

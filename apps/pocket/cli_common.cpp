@@ -17,10 +17,12 @@ void ModelOptions::add_to(CLI::App& app) {
                "(values within 2^-11 of a scale, several times the prefill speed)");
 }
 
-void add_kv_option(CLI::App& app, std::string& kv) {
-  app.add_option("--kv", kv, "KV cache type: f16 (default), q8 (int8 keys and values, a scale per row: half the memory) or q4 (4-bit, a scale "
-                 "per row: about a quarter)")
-      ->check(CLI::IsMember({"f16", "q8", "q4"}));
+void add_kv_option(CLI::App& app, std::string& kv, bool planned) {
+  std::string help =
+      "KV cache type: f16 (default), q8 (int8 keys and values, a scale per row: half the memory) or q4 (4-bit, a scale "
+      "per row: about a quarter)";
+  if (planned) help += "; with --mem-budget and no --kv, the plan chooses f16, or q8 when the context does not fit with f16";
+  app.add_option("--kv", kv, help)->check(CLI::IsMember({"f16", "q8", "q4"}));
 }
 
 LoadedModel ModelOptions::load(std::string* path_out, const MemoryRequest* budget) const {

@@ -9,20 +9,22 @@
 
 namespace pocket::cli {
 
-// --kv f16|q8|q4: the KV cache's element type.
-void add_kv_option(CLI::App& app, std::string& kv);
+// --kv f16|q8|q4: the KV cache's element type. `planned`: the command also
+// takes --mem-budget, whose plan chooses the type when --kv is not given.
+void add_kv_option(CLI::App& app, std::string& kv, bool planned = false);
 
 struct ModelOptions {
   std::string model;      // -m; empty = default model
   std::string tokenizer;  // --tokenizer
   int threads = 0;        // 0 = all cores
   int context = 0;        // 0 = min(model context, 4096)
-  std::string kv = "f16";  // --kv (commands that call add_kv_to)
+  std::string kv;  // --kv (commands that call add_kv_to); empty = f16, or the memory plan's choice
   bool exact_kquants = false;  // --exact-kquants
 
   void add_to(CLI::App& app);
-  void add_kv_to(CLI::App& app) { add_kv_option(app, kv); }
-  KVType kv_type() const { return parse_kv_type(kv); }
+  void add_kv_to(CLI::App& app) { add_kv_option(app, kv, true); }
+  KVType kv_type() const { return kv.empty() ? KVType::F16 : parse_kv_type(kv); }
+  bool kv_given() const { return !kv.empty(); }
   // With `budget`, loads under its memory plan (load_model).
   LoadedModel load(std::string* path_out = nullptr, const MemoryRequest* budget = nullptr) const;
   int resolve_threads() const;
@@ -47,6 +49,7 @@ void add_eval(CLI::App& app, int& rc);
 void add_prune_vocab(CLI::App& app, int& rc);
 void add_convert_draft(CLI::App& app, int& rc);
 void add_ngram_build(CLI::App& app, int& rc);
+void add_draft_vocab(CLI::App& app, int& rc);
 void add_train_head(CLI::App& app, int& rc);
 void add_classify(CLI::App& app, int& rc);  // classify and route
 void add_rank(CLI::App& app, int& rc);

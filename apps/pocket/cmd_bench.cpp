@@ -71,8 +71,9 @@ int run_bench(BenchArgs a) {
   a.opt.on_run = [&](int run, double pp, double tg) {
     std::fprintf(stderr, "run %d/%d: prefill %.1f tok/s, decode %.1f tok/s\n", run, a.opt.runs, pp, tg);
   };
-  a.opt.on_sweep = [&](int run, int context, double tg) {
-    std::fprintf(stderr, "sweep run %d/%d: decode at context %d %.1f tok/s\n", run, a.opt.runs, context, tg);
+  a.opt.on_sweep = [&](int run, int context, double tg, double fill) {
+    std::fprintf(stderr, "sweep run %d/%d: decode at context %d %.1f tok/s (fill %.1f tok/s)\n", run, a.opt.runs,
+                 context, tg, fill);
   };
   bench::BenchReport r = bench::run_bench(a.model, a.opt);
   std::fputs((a.json ? bench::format_json(r) : bench::format_table(r)).c_str(), stdout);

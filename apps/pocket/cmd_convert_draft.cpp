@@ -39,6 +39,7 @@ void add_convert_draft(CLI::App& app, int& rc) {
     const DFlashConvertReport r = convert_dflash_draft(a->in, a->out, o);
     std::printf("%s: %d tensors, %d matrices in %s, %.2f MB -> %.2f MB\n", a->out.c_str(), r.tensors, r.quantized,
                 std::string(dtype_name(o.weights)).c_str(), r.bytes_in / 1e6, r.bytes_out / 1e6);
+    if (r.draft_vocab > 0) std::printf("  with the draft vocabulary ranking (%d token ids)\n", r.draft_vocab);
     rc = 0;
   });
 }

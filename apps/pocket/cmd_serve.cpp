@@ -30,6 +30,7 @@ struct ServeOptions {
   size_t max_body = 1 << 20;
   bool no_think = false;
   bool no_batch = false;
+  int mem_budget_mb = 0;
 };
 
 #ifdef POCKET_HAVE_HTTP
@@ -46,10 +47,22 @@ int serve(ServeOptions o) {
   signal(SIGPIPE, SIG_IGN);  // a client that went away is a failed write, not the end of the server
 
   std::string path;
-  LoadedModel m = o.model.load(&path);
+  // Under a budget every slot's KV cache and scratch must fit beside the
+  // weights: the plan covers `parallel` sessions and chooses the context
+  // (and the KV type, without --kv) per slot.
+  MemoryRequest budget;
+  budget.budget_mb = o.mem_budget_mb;
+  budget.context = o.model.context;
+  budget.threads = o.model.resolve_threads();
+  budget.kv = o.model.kv_type();
+  budget.choose_kv = !o.model.kv_given();
+  budget.sessions = o.parallel;
+  LoadedModel m = o.model.load(&path, o.mem_budget_mb > 0 ? &budget : nullptr);
   server::SchedulerOptions so;
   so.slots = o.parallel;
-  so.ctx_size = o.model.resolve_context(m.model->config());
+  so.ctx_size = m.plan ? m.plan->context : o.model.resolve_context(m.model->config());
+  so.kv = m.plan ? m.plan->kv_type : o.model.kv_type();
+  if (m.plan) std::fprintf(stderr, "pocket: memory plan: %s\n", m.plan->describe().c_str());
   so.threads = o.model.resolve_threads();
   so.queue_limit = o.queue;
   so.batched = !o.no_batch;
@@ -66,10 +79,10 @@ int serve(ServeOptions o) {
   server::HttpServer http(sched, m, ho);
   const int port = http.bind();
   std::fprintf(stderr,
-               "pocket: serving %s as \"%s\" on http://%s:%d (%d slot%s x %d tokens of context, %d thread%s, "
+               "pocket: serving %s as \"%s\" on http://%s:%d (%d slot%s x %d tokens of %s context, %d thread%s, "
                "%s template%s)\n",
                path.c_str(), ho.model_name.c_str(), o.host.c_str(), port, so.slots, so.slots == 1 ? "" : "s",
-               so.ctx_size, so.threads, so.threads == 1 ? "" : "s", chat_format_name(m.chat_format),
+               so.ctx_size, kv_type_name(so.kv), so.threads, so.threads == 1 ? "" : "s", chat_format_name(m.chat_format),
                o.api_key.empty() ? "" : ", API key required");
   std::thread waiter([&] {
     int sig = 0;
@@ -95,6 +108,11 @@ void add_serve(CLI::App& app, int& rc) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (chat/completions, completions, models)");
   o->model.add_to(*cmd);
+  o->model.add_kv_to(*cmd);
+  cmd->add_option("--mem-budget", o->mem_budget_mb,
+                  "Memory budget in MiB for the model and every slot (KV cache and scratch each); without -c the "
+                  "largest context per slot that fits is chosen, else an error giving the numbers")
+      ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--host", o->host, "Address to listen on (default: loopback only)");
   cmd->add_option("--port", o->port, "Port (0 = any free port)")->check(CLI::Range(0, 65535));
   cmd->add_option("-p,--parallel", o->parallel, "Slots: requests generated at once, each with its own context")

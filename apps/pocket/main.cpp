@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   pocket::cli::add_prune_vocab(app, rc);
   pocket::cli::add_convert_draft(app, rc);
   pocket::cli::add_ngram_build(app, rc);
+  pocket::cli::add_draft_vocab(app, rc);
   pocket::cli::add_train_head(app, rc);
   pocket::cli::add_classify(app, rc);
   pocket::cli::add_rank(app, rc);

@@ -26,16 +26,21 @@ LoadedModel MemoryFlags::load(const ModelOptions& model) const {
   r.batch = batch;
   r.threads = model.resolve_threads();
   r.kv = model.kv_type();
+  r.choose_kv = !model.kv_given();
   LoadedModel m = model.load(nullptr, &r);
   std::fprintf(stderr, "pocket: memory plan: %s\n", m.plan->describe().c_str());
   if (m.plan->context_chosen)
     std::fprintf(stderr, "pocket: note: context %d tokens chosen to fit the memory budget\n", m.plan->context);
+  if (m.plan->kv_chosen && m.plan->kv_type != KVType::F16)
+    std::fprintf(stderr, "pocket: note: %s KV cache chosen to fit the memory budget (--kv f16 to keep full precision)\n",
+                 kv_type_name(m.plan->kv_type));
   return m;
 }
 
 std::unique_ptr<Session> MemoryFlags::session(const LoadedModel& m, const ModelOptions& model) const {
   const int context = m.plan ? m.plan->context : model.resolve_context(m.model->config());
-  return std::make_unique<Session>(m.model, m.tokenizer, context, model.resolve_threads(), batch, model.kv_type());
+  const KVType kv = m.plan ? m.plan->kv_type : model.kv_type();
+  return std::make_unique<Session>(m.model, m.tokenizer, context, model.resolve_threads(), batch, kv);
 }
 
 void MemoryFlags::check_prompt(size_t tokens, const LoadedModel& m) const {

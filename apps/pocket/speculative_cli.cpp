@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include "speculative/dflash.h"
 #include "runtime/loader.h"
@@ -30,6 +31,11 @@ void SpeculativeFlags::add_to(CLI::App& app) {
                  "match; implies --draft lookup");
   app.add_option("--draft-max", draft_max, "Largest drafted block verified at once (1..32)")
       ->check(CLI::Range(1, 32));
+  app.add_option("--draft-vocab", draft_vocab,
+                 "With --dflash: the draft scores only the N most frequent tokens of the ranking stored with it "
+                 "(pocket draft-vocab), the target still verifies the whole vocabulary; 0 = the whole vocabulary "
+                 "(default: " + std::to_string(kDefaultDraftVocab) + " when the draft has a ranking)")
+      ->check(CLI::Range(0, 1 << 24));
   app.add_flag("--no-adaptive", no_adaptive,
                "Always verify --draft-max drafted tokens (default: choose the block from measured cost and acceptance, "
                "plain decoding when speculation would lose)");
@@ -51,6 +57,8 @@ std::unique_ptr<Drafter> SpeculativeFlags::make_drafter(Session& session, std::s
     fail_as(ErrorCode::InvalidArgument, "--draft-model gives a draft model: use it without --draft or with --draft model");
   if (!ngram_cache.empty() && kind != "lookup")
     fail_as(ErrorCode::InvalidArgument, "--ngram-cache is for the lookup drafter: use it with --draft lookup");
+  if (draft_vocab >= 0 && kind != "dflash")
+    fail_as(ErrorCode::InvalidArgument, "--draft-vocab is for DFlash drafts (--dflash)");
   if (kind == "model") {
     if (draft_model.empty()) fail_as(ErrorCode::InvalidArgument, "--draft model needs --draft-model FILE");
     LoadedModel d = load_model(draft_model);
@@ -59,7 +67,7 @@ std::unique_ptr<Drafter> SpeculativeFlags::make_drafter(Session& session, std::s
   } else if (kind == "dflash") {
     if (dflash.empty()) fail_as(ErrorCode::InvalidArgument, "--draft dflash needs --dflash DIR (the draft's folder)");
     auto d = std::make_shared<const DFlashDraft>(dflash, session.model().config());
-    drafter = std::make_unique<DFlashDrafter>(std::move(d), session);
+    drafter = std::make_unique<DFlashDrafter>(std::move(d), session, draft_vocab < 0 ? kDraftVocabDefault : draft_vocab);
   } else if (kind == "lookup") {
     std::shared_ptr<const NgramCache> cache;
     if (!ngram_cache.empty())

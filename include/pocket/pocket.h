@@ -98,7 +98,11 @@ struct EngineOptions {
   // model's weights as if this engine were alone on it.
   int mem_budget_mb = 0;
   int batch = 0;  // prompt tokens per forward pass (chunked prefill), 1-128; 0 = 128
-  std::string kv = "f16";      // KV cache type: "f16", "q8" (int8 rows with a scale each: about half the memory) or "q4" (4-bit: about a quarter)
+  // KV cache type: "f16", "q8" (int8 rows with a scale each: about half the
+  // memory) or "q4" (4-bit: about a quarter). Empty: f16, or under a memory
+  // budget the plan's choice (f16 when the context fits with it, else q8;
+  // kv_cache_type() says which).
+  std::string kv;
 };
 
 struct GenerationOptions {
@@ -221,6 +225,7 @@ class Engine {
 
   std::string architecture() const;
   int context_size() const;
+  std::string kv_cache_type() const;  // "f16", "q8" or "q4": as asked, or as the memory plan chose
   int vocab_size() const;
   const std::shared_ptr<const SharedModel>& model() const;
 

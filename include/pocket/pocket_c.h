@@ -201,10 +201,12 @@ typedef struct pocket_session_options {
    * context 0 the largest context that fits is chosen. 0 = no budget. */
   int32_t mem_budget_mb;
   int32_t batch;             /* prompt tokens per forward pass (chunked prefill), 1-128; 0 = 128 */
-  /* KV cache type (appended): NULL or "f16" (default), "q8" (int8 keys
-   * and values with a scale per row, about half the memory) or "q4" (4-bit
-   * codes with a scale per row, about a quarter); anything else
-   * fails pocket_session_open with POCKET_ERR_INVALID_ARGUMENT. */
+  /* KV cache type (appended): "f16", "q8" (int8 keys and values with a
+   * scale per row, about half the memory) or "q4" (4-bit codes with a scale
+   * per row, about a quarter); NULL: f16, or under mem_budget_mb the plan's
+   * choice (f16 when the context fits with it, else q8; see
+   * pocket_session_get_kv_cache). Anything else fails pocket_session_open
+   * with POCKET_ERR_INVALID_ARGUMENT. */
   const char* kv_cache;
 } pocket_session_options;
 
@@ -330,6 +332,8 @@ POCKET_API pocket_status pocket_session_set_threads(pocket_session* session, int
 POCKET_API pocket_status pocket_session_get_threads(const pocket_session* session, int32_t* threads);
 /* The session's context size in tokens. */
 POCKET_API pocket_status pocket_session_get_context_size(const pocket_session* session, int32_t* context_size);
+/* The session's KV cache type: "f16", "q8" or "q4" (a static string). */
+POCKET_API pocket_status pocket_session_get_kv_cache(const pocket_session* session, const char** kv_cache);
 
 /* ---- decision heads: classify, route, rank ------------------------------ */
 /* One prefill per input, no decoding (docs/decision_head.md). Heads come

@@ -71,28 +71,43 @@ void check_sweep(const BenchOptions& opt, const ModelConfig& c) {
 
 // Decode speed at each context of opt.ctx_sweep (see BenchOptions).
 std::vector<BenchReport::SweepPoint> run_sweep(const Model& model, const BenchOptions& opt, ThreadPool& pool,
-                                               const std::function<bool()>& stopped) {
+                                               double baseline_rss_mb, const std::function<bool()>& stopped) {
   const ModelConfig& c = model.config();
   const std::vector<int>& cs = opt.ctx_sweep;
   Context ctx(c, cs.back() + opt.gen, opt.kv);
   std::vector<float> logits(static_cast<size_t>(c.vocab_size));
-  std::vector<std::vector<double>> rates(cs.size());
+  std::vector<std::vector<double>> rates(cs.size()), fills(cs.size());
+  std::vector<BenchReport::SweepPoint> out(cs.size());
   uint64_t rng = opt.seed * 0x9E3779B97F4A7C15ull + 2;
   for (int run = 0; run <= opt.runs && !stopped(); ++run) {  // run 0 is the warm-up
     ctx.cache.clear();
     for (size_t i = 0; i < cs.size() && !stopped(); ++i) {
+      out[i].context = cs[i];
+      out[i].fill_from = static_cast<int>(ctx.cache.size());
       auto fill = random_ids(cs[i] - ctx.cache.size(), c.vocab_size, rng);
-      if (!fill.empty()) model.forward(fill, ctx, pool, logits.data());
-      auto gen = random_ids(opt.gen, c.vocab_size, rng);
       auto t0 = Clock::now();
+      if (!fill.empty()) model.forward(fill, ctx, pool, logits.data());
+      const double fill_tok_s = fill.empty() ? 0.0 : static_cast<double>(fill.size()) / seconds_since(t0);
+      auto gen = random_ids(opt.gen, c.vocab_size, rng);
+      t0 = Clock::now();
       for (int32_t t : gen) model.forward(std::span<const int32_t>(&t, 1), ctx, pool, logits.data());
-      if (run == 0) continue;
-      rates[i].push_back(opt.gen / seconds_since(t0));
-      if (opt.on_sweep) opt.on_sweep(run, cs[i], rates[i].back());
+      const double decode_tok_s = opt.gen / seconds_since(t0);
+      if (run == 0) {
+        out[i].rss_increase_mb = rss_mb("VmRSS") - baseline_rss_mb;
+        continue;
+      }
+      rates[i].push_back(decode_tok_s);
+      if (fill_tok_s > 0) fills[i].push_back(fill_tok_s);
+      if (opt.on_sweep) opt.on_sweep(run, cs[i], decode_tok_s, fill_tok_s);
     }
   }
-  std::vector<BenchReport::SweepPoint> out;
-  for (size_t i = 0; i < cs.size() && !rates[i].empty(); ++i) out.push_back({cs[i], stat_of(rates[i])});
+  size_t done = 0;
+  while (done < cs.size() && !rates[done].empty()) {
+    out[done].decode_tok_s = stat_of(rates[done]);
+    if (!fills[done].empty()) out[done].fill_tok_s = stat_of(fills[done]);
+    ++done;
+  }
+  out.resize(done);
   return out;
 }
 
@@ -202,7 +217,7 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
   r.peak_increase_mb = r.peak_rss_mb - r.baseline_rss_mb;
   r.kv_cache_bytes_per_position = static_cast<double>(kv_bytes_per_token(c, opt.kv));
   // After the peak reading: the sweep's larger cache is not part of it.
-  if (!opt.ctx_sweep.empty() && !stopped()) r.sweep = run_sweep(model, opt, pool, stopped);
+  if (!opt.ctx_sweep.empty() && !stopped()) r.sweep = run_sweep(model, opt, pool, r.baseline_rss_mb, stopped);
 
   if (rapl0 && rapl1) {
     // RAPL counts the whole package, other processes included.

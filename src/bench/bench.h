@@ -28,8 +28,9 @@ struct BenchOptions {
   uint64_t seed = 1;  // of the random token ids
   bool exact_kquants = false;  // OpenOptions::exact_kquants
   // Decode speed against context: for each context C (ascending, at least
-  // `gen` apart) each run fills the cache to C (untimed) and decodes `gen`
-  // tokens there (timed); the same random ids and runs as above.
+  // `gen` apart) each run fills the cache to C (one prefill of the tokens
+  // since the previous C, timed separately) and decodes `gen` tokens there
+  // (timed); the same random ids and runs as above.
   std::vector<int> ctx_sweep;
   // Memory budget in MiB (0 = none): the model is loaded under its plan for
   // a context of prompt + gen (budget/memory_plan.h); not with ctx_sweep.
@@ -40,8 +41,9 @@ struct BenchOptions {
   const std::atomic<bool>* stop = nullptr;
   // Called after each measured run (1-based) with its prefill and decode rates.
   std::function<void(int run, double prefill_tok_s, double decode_tok_s)> on_run;
-  // Called after each context of each measured sweep run.
-  std::function<void(int run, int context, double decode_tok_s)> on_sweep;
+  // Called after each context of each measured sweep run (fill_tok_s is 0
+  // when nothing was filled: a context only `gen` above the previous one).
+  std::function<void(int run, int context, double decode_tok_s, double fill_tok_s)> on_sweep;
 };
 
 struct Stat {
@@ -64,6 +66,15 @@ struct BenchReport {
   struct SweepPoint {
     int context = 0;
     Stat decode_tok_s;
+    // Prefill rate of the fill from where the previous point's decode ended
+    // (0 for the first point) to this context: the cost of attention at these
+    // positions. Zero when nothing was filled.
+    Stat fill_tok_s;
+    int fill_from = 0;
+    // VmRSS over the pre-load baseline after the warm-up run reached this
+    // context (decode included): weights, scratch and the KV pages written
+    // so far (the cache's pages become resident as positions are written).
+    double rss_increase_mb = 0;
   };
   std::vector<SweepPoint> sweep;  // opt.ctx_sweep, in order
   double bandwidth_bytes_s = 0;   // measured read bandwidth, same thread count: median of the probes

@@ -42,9 +42,15 @@ std::string format_table(const BenchReport& r) {
   if (!r.memory_plan.empty()) row("memory plan", r.memory_plan);
   row("KV cache per token of context",
       fmt("%.0f bytes", r.kv_cache_bytes_per_position) + " (" + kv_type_name(r.opt.kv) + " K and V)");
-  for (const auto& sp : r.sweep)
+  for (const auto& sp : r.sweep) {
+    std::string fill;
+    if (sp.fill_tok_s.median > 0)
+      fill = "; prefill " + std::to_string(sp.fill_from) + ".." + std::to_string(sp.context) +
+             fmt(" %.1f tok/s", sp.fill_tok_s.median);
     row("decode at context " + std::to_string(sp.context),
-        fmt("%.1f tok/s [%.1f, %.1f]", sp.decode_tok_s.median, sp.decode_tok_s.min, sp.decode_tok_s.max));
+        fmt("%.1f tok/s [%.1f, %.1f]", sp.decode_tok_s.median, sp.decode_tok_s.min, sp.decode_tok_s.max) + fill +
+            fmt("; memory +%.1f MB", sp.rss_increase_mb));
+  }
   row("bytes read per decoded token", fmt("%.1f MB (KV cache %.1f MB)", r.bytes_per_token / 1e6, r.kv_bytes_per_token / 1e6));
   if (r.bandwidth_bytes_s > 0) {
     row("read bandwidth (measured)",
@@ -101,7 +107,12 @@ std::string format_json(const BenchReport& r) {
       {"battery_fraction", r.battery_fraction},
   };
   nlohmann::json sweep = nlohmann::json::array();
-  for (const auto& sp : r.sweep) sweep.push_back({{"context", sp.context}, {"decode_tok_s", stat_json(sp.decode_tok_s)}});
+  for (const auto& sp : r.sweep)
+    sweep.push_back({{"context", sp.context},
+                     {"decode_tok_s", stat_json(sp.decode_tok_s)},
+                     {"fill_from", sp.fill_from},
+                     {"fill_tok_s", stat_json(sp.fill_tok_s)},
+                     {"rss_increase_mb", sp.rss_increase_mb}});
   j["ctx_sweep"] = sweep;
   return j.dump(2) + "\n";
 }

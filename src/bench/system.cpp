@@ -28,8 +28,9 @@ std::optional<uint64_t> read_u64_file(const char* path) {
 
 }  // namespace
 
-std::optional<uint64_t> proc_status_kb(const char* field) {
-  std::ifstream in("/proc/self/status");
+namespace {
+std::optional<uint64_t> proc_kb(const char* path, const char* field) {
+  std::ifstream in(path);
   std::string line;
   const size_t n = std::strlen(field);
   while (std::getline(in, line)) {
@@ -40,6 +41,11 @@ std::optional<uint64_t> proc_status_kb(const char* field) {
   }
   return std::nullopt;
 }
+}  // namespace
+
+std::optional<uint64_t> proc_status_kb(const char* field) { return proc_kb("/proc/self/status", field); }
+
+std::optional<uint64_t> pss_kb() { return proc_kb("/proc/self/smaps_rollup", "Pss"); }
 
 double rss_mb(const char* field) {
   auto kb = proc_status_kb(field);

@@ -8,6 +8,10 @@ namespace pocket::bench {
 
 // A field of /proc/self/status in kB ("VmRSS", "VmHWM"); nullopt if absent.
 std::optional<uint64_t> proc_status_kb(const char* field);
+// Proportional set size from /proc/self/smaps_rollup (a page shared by k
+// mappings counts 1/k in each): what the process holds when pages are
+// shared copy-on-write. nullopt where not readable.
+std::optional<uint64_t> pss_kb();
 // The same field in MiB; throws when it is absent.
 double rss_mb(const char* field);
 // Resets VmHWM to the current RSS (Linux clear_refs "5"); false where the

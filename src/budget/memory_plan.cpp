@@ -93,8 +93,10 @@ uint64_t MemoryPlan::peak() const {
 }
 
 std::string MemoryPlan::describe() const {
-  std::string s = cat("weights ", mib(weights), " + tokenizer ", mib(tokenizer), " + KV cache ", mib(kv), " (", context,
-                      " tokens) + scratch ", mib(scratch), " (batch ", batch, ") + overhead ", mib(overhead));
+  const std::string each = sessions > 1 ? cat(sessions, " sessions x ") : "";
+  std::string s = cat("weights ", mib(weights), " + tokenizer ", mib(tokenizer), " + KV cache ", mib(kv), " (", each,
+                      context, " tokens, ", kv_type_name(kv_type), kv_chosen ? ", chosen" : "", ") + scratch ", mib(scratch),
+                      " (", each, "batch ", batch, ") + overhead ", mib(overhead));
   if (load_extra > 0) s += cat("; while loading + ", mib(load_extra), " of repacked weights");
   s += cat(" = peak ", mib(peak()));
   if (budget > 0) s += cat(" of the budget of ", mib(budget));
@@ -110,30 +112,31 @@ MemoryPlan memory_for(const ModelFile& file, const Vocab& vocab, const MemoryReq
   p.tokenizer = pages(tokenizer_of(vocab));
   p.context = context;
   p.batch = std::min(r.batch > 0 ? r.batch : Model::kMaxBatch, context);
-  p.kv = pages(kv_cache_bytes(c, context, r.kv));
-  p.scratch = scratch_of(c, context, p.batch, std::max(1, r.threads));
+  p.sessions = std::max(1, r.sessions);
+  p.kv_type = r.kv;
+  p.kv = p.sessions * pages(kv_cache_bytes(c, context, r.kv));
+  p.scratch = p.sessions * scratch_of(c, context, p.batch, std::max(1, r.threads));
   p.overhead = kOverheadFixed + kOverheadPerThread * static_cast<uint64_t>(std::max(1, r.threads));
   p.budget = static_cast<uint64_t>(std::max(0, r.budget_mb)) * kMiB;
   return p;
 }
 
-MemoryPlan plan_memory(const ModelFile& file, const Vocab& vocab, const MemoryRequest& r) {
-  if (r.budget_mb < 1) fail_as(ErrorCode::InvalidArgument, "memory budget ", r.budget_mb, " MiB must be at least 1");
-  if (r.batch < 0 || r.batch > Model::kMaxBatch)
-    fail_as(ErrorCode::InvalidArgument, "batch ", r.batch, " is outside [1, ", Model::kMaxBatch, "] (0 = ", Model::kMaxBatch, ")");
-  if (r.context < 0 || r.context > file.config.max_seq_len || r.max_context < 1)
-    fail_as(ErrorCode::InvalidArgument, "memory plan: context ", r.context, " outside [0, ", file.config.max_seq_len, "]");
-  const int largest = r.max_context;
+namespace {
+
+// plan_memory for one KV type (r.kv).
+MemoryPlan plan_for_kv(const ModelFile& file, const Vocab& vocab, const MemoryRequest& r) {
   const auto refuse = [&](const MemoryPlan& p, const std::string& what) {
     fail_as(ErrorCode::InvalidArgument, "the memory budget of ", r.budget_mb, " MiB is too small ", what, ": ", p.describe(),
             " (raise --mem-budget to at least ", (p.peak() + kMiB - 1) / kMiB, " MiB",
-            r.context > 0 ? ", lower the context" : "", " or lower --batch)");
+            r.context > 0 ? ", lower the context" : "", r.sessions > 1 ? ", lower the number of sessions" : "",
+            " or lower --batch)");
   };
   if (r.context > 0) {
     MemoryPlan p = memory_for(file, vocab, r, r.context);
     if (p.peak() > p.budget) refuse(p, cat("for a context of ", r.context, " tokens"));
     return p;
   }
+  const int largest = r.max_context;
   const int smallest = std::min(kMinPlannedContext, largest);
   MemoryPlan lo = memory_for(file, vocab, r, smallest);
   if (lo.peak() > lo.budget) refuse(lo, cat("even for a context of ", smallest, " tokens"));
@@ -148,6 +151,33 @@ MemoryPlan plan_memory(const ModelFile& file, const Vocab& vocab, const MemoryRe
   }
   MemoryPlan p = memory_for(file, vocab, r, good);
   p.context_chosen = true;
+  return p;
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const ModelFile& file, const Vocab& vocab, const MemoryRequest& r) {
+  if (r.budget_mb < 1) fail_as(ErrorCode::InvalidArgument, "memory budget ", r.budget_mb, " MiB must be at least 1");
+  if (r.batch < 0 || r.batch > Model::kMaxBatch)
+    fail_as(ErrorCode::InvalidArgument, "batch ", r.batch, " is outside [1, ", Model::kMaxBatch, "] (0 = ", Model::kMaxBatch, ")");
+  if (r.context < 0 || r.context > file.config.max_seq_len || r.max_context < 1)
+    fail_as(ErrorCode::InvalidArgument, "memory plan: context ", r.context, " outside [0, ", file.config.max_seq_len, "]");
+  if (r.sessions < 1) fail_as(ErrorCode::InvalidArgument, "memory plan: ", r.sessions, " sessions (at least 1)");
+  if (!r.choose_kv) return plan_for_kv(file, vocab, r);
+  // f16 when the whole wanted context fits with it, else q8 (which may
+  // still have to settle for less context, or refuse).
+  MemoryRequest f16 = r;
+  f16.kv = KVType::F16;
+  const int wanted = r.context > 0 ? r.context : r.max_context;
+  if (memory_for(file, vocab, f16, wanted).peak() <= static_cast<uint64_t>(r.budget_mb) * kMiB) {
+    MemoryPlan p = plan_for_kv(file, vocab, f16);
+    p.kv_chosen = true;
+    return p;
+  }
+  MemoryRequest q8 = r;
+  q8.kv = KVType::Q8;
+  MemoryPlan p = plan_for_kv(file, vocab, q8);
+  p.kv_chosen = true;
   return p;
 }
 

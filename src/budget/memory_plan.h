@@ -16,6 +16,14 @@
 //    quantized activations, attention scores (per thread, per position),
 //    logits and the sampler's buffers;
 //  - overhead: a fixed allowance for the heap, thread stacks and code pages.
+// Several sessions on one model (`pocket serve --parallel N`) each hold a
+// KV cache and scratch; the weights, tokenizer and overhead are counted once.
+//
+// The KV type, when the request leaves it open (choose_kv): f16 if the
+// context (fixed, or the largest wanted) fits with it, else q8 (int8 rows:
+// about half the bytes, KL ~2e-3 on stories260K); q4 is never chosen by the
+// plan, because its quality cost is large (KL ~0.5 on stories260K,
+// docs/benchmarks.md), only when asked for.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -35,6 +43,8 @@ struct MemoryRequest {
   int batch = 0;      // prompt tokens per forward pass (0 = Model::kMaxBatch)
   int threads = 1;
   KVType kv = KVType::F16;
+  bool choose_kv = false;  // the caller left the KV type open: the plan chooses (above)
+  int sessions = 1;        // sessions on the model, each with its own KV cache of `context` and scratch
   bool repack_kquants = true;  // GGUF Q4_K matrices become PQ4 copies at load (false: --exact-kquants)
 };
 
@@ -46,9 +56,12 @@ struct MemoryPlan {
   uint64_t scratch = 0;
   uint64_t overhead = 0;
   uint64_t budget = 0;  // bytes
-  int context = 0;
+  int context = 0;  // per session
   int batch = 0;
+  int sessions = 1;  // kv and scratch cover this many sessions
+  KVType kv_type = KVType::F16;
   bool context_chosen = false;  // the plan chose the context (the request left it open)
+  bool kv_chosen = false;       // the plan chose kv_type (the request left it open)
   // The most the process holds: while generating (weights, tokenizer, KV,
   // scratch, overhead) or while loading, whichever is larger.
   uint64_t peak() const;
@@ -57,14 +70,15 @@ struct MemoryPlan {
 };
 
 // Bytes the parts above take for `file` (its mappings, tensors and config),
-// `vocab` and a request's context, batch and threads; no budget check.
+// `vocab` and a request's context, batch, threads, sessions and KV type
+// (request.kv; choose_kv is ignored); no budget check.
 MemoryPlan memory_for(const ModelFile& file, const Vocab& vocab, const MemoryRequest& request, int context);
 
 // The plan for `request` under its budget: with a fixed context, that
 // context if it fits; otherwise the largest context up to max_context that
-// fits. Throws Error (InvalidArgument) naming each
-// part, the total and the budget when even kMinContext tokens (or the fixed
-// context) do not fit.
+// fits; with choose_kv, the KV type as described above. Throws Error
+// (InvalidArgument) naming each part, the total and the budget when even
+// kMinPlannedContext tokens (or the fixed context) do not fit.
 MemoryPlan plan_memory(const ModelFile& file, const Vocab& vocab, const MemoryRequest& request);
 
 // The smallest context a budget plan chooses (a plan that cannot hold this

@@ -701,6 +701,15 @@ pocket_status pocket_session_get_context_size(const pocket_session* session, int
   });
 }
 
+pocket_status pocket_session_get_kv_cache(const pocket_session* session, const char** kv_cache) {
+  return guarded("pocket_session_get_kv_cache", POCKET_ERR_FAILED, nullptr, [&] {
+    auto entry = need_session(session);
+    need_out(kv_cache, "kv_cache");
+    const std::string kv = entry->engine->kv_cache_type();
+    *kv_cache = kv == "q8" ? "q8" : kv == "q4" ? "q4" : "f16";
+  });
+}
+
 pocket_status pocket_session_add_head(pocket_session* session, const char* path) {
   const pocket::SharedModel* log_to = nullptr;
   return guarded("pocket_session_add_head", POCKET_ERR_FAILED, &log_to, [&] {

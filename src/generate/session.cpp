@@ -106,6 +106,13 @@ std::vector<int32_t> Session::restore(const uint8_t* data, size_t size, const st
   return std::move(s.conversation);
 }
 
+bool Session::adopt(const KVImage& image, const std::vector<int32_t>& tokens) {
+  if (image.size() != static_cast<int>(tokens.size())) fail("adopt: an image of ", image.size(), " positions for ", tokens.size(), " tokens");
+  if (!ctx_.cache.adopt(image)) return false;
+  cached_ = tokens;
+  return true;
+}
+
 void Session::set_threads(int n_threads) {
   if (n_threads < 1) fail_as(ErrorCode::InvalidArgument, "thread count ", n_threads, " must be >= 1");
   if (n_threads != pool_->size()) pool_ = std::make_unique<ThreadPool>(n_threads);

@@ -112,6 +112,12 @@ class Session {
   // loading them (`source` names them in errors).
   std::string snapshot(const std::vector<int32_t>& conversation = {}) const;
   std::vector<int32_t> restore(const uint8_t* data, size_t size, const std::string& source);
+  // Copy-on-write sharing (model/kv_cache.h): an image of the cache (null
+  // where not available), and adopting an image taken from a session of the
+  // same shape whose cache held `tokens` (false, nothing changed, when the
+  // shapes differ).
+  std::shared_ptr<const KVImage> kv_image() const { return ctx_.cache.image(); }
+  bool adopt(const KVImage& image, const std::vector<int32_t>& tokens);
   int context_size() const { return ctx_.cache.capacity(); }
   int batch() const { return batch_; }
   void reset();

@@ -1,6 +1,7 @@
 #include "model/kv_cache.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -139,6 +140,72 @@ KVCache::KVCache(const ModelConfig& cfg, int n_ctx, KVType type)
 
 KVCache::~KVCache() {
   if (data_) munmap(data_, bytes_);
+}
+
+KVImage::~KVImage() {
+  if (fd_ >= 0) close(fd_);
+}
+
+std::string KVCache::shape() const {
+  std::string s = cat(static_cast<uint32_t>(type_), "/", n_ctx_, "/", n_kv_heads_, "x", head_dim_, "/", window_, "/", bytes_);
+  for (const LayerSlots& L : layers_) s += cat(L.local ? ":l" : ":g", L.slots);
+  return s;
+}
+
+std::shared_ptr<const KVImage> KVCache::image() const {
+#if defined(__linux__)
+  if (local_base_ != 0) return nullptr;
+  const int fd = memfd_create("pocket-kv-prefix", MFD_CLOEXEC);
+  if (fd < 0) return nullptr;
+  std::shared_ptr<KVImage> img(new KVImage);
+  img->fd_ = fd;
+  img->size_ = n_past_;
+  img->shape_ = shape();
+  if (ftruncate(fd, static_cast<off_t>(bytes_)) != 0) return nullptr;
+  // Only the positions held: the rest of the file stays a hole (no memory).
+  auto put = [&](const void* from, size_t n) {
+    const auto* p = static_cast<const uint8_t*>(from);
+    const off_t at = static_cast<off_t>(p - data_);
+    for (size_t done = 0; done < n;) {
+      const ssize_t w = pwrite(fd, p + done, n - done, at + static_cast<off_t>(done));
+      if (w <= 0) return false;
+      done += static_cast<size_t>(w);
+    }
+    img->stored_ += n;
+    return true;
+  };
+  for (int l = 0; l < n_layers(); ++l)
+    for (int kv = 0; kv < 2; ++kv)
+      for (int h = 0; h < n_kv_heads_; ++h) {
+        if (n_past_ == 0) continue;
+        if (!put(row(l, kv, h, 0), static_cast<size_t>(n_past_) * row_bytes())) return nullptr;
+        if (scales_ && !put(row_scale(l, kv, h, 0), static_cast<size_t>(n_past_) * sizeof(float))) return nullptr;
+      }
+  return img;
+#else
+  return nullptr;
+#endif
+}
+
+bool KVCache::adopt(const KVImage& img) {
+#if defined(__linux__)
+  if (img.fd_ < 0 || img.shape_ != shape()) return false;
+  // MAP_FIXED replaces the old pages in one step; it fails only for want of
+  // memory, and then the old mapping is put back (empty) before reporting.
+  void* p = mmap(data_, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, img.fd_, 0);
+  if (p == MAP_FAILED) {
+    p = mmap(data_, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) fail("KV cache: cannot map its memory again after a failed shared-prefix mapping");
+    n_past_ = local_base_ = 0;
+    return false;
+  }
+  n_past_ = img.size_;
+  local_base_ = 0;
+  return true;
+#else
+  (void)img;
+  return false;
+#endif
 }
 
 void KVCache::write(int layer, int kv, int pos, const float* x) {

@@ -30,6 +30,14 @@
 // visible (and the margin) move to the front and older positions are gone.
 // Global layers hold every position, in slot = position.
 //
+// Copy-on-write prefixes: image() writes the cache's positions into a
+// memory file (Linux memfd) in the cache's own layout; adopt() maps that
+// file over another cache of the same shape (type, context, model) as a
+// private mapping, so every cache that adopts one image shares its pages
+// until it writes to one (the kernel then copies that page for the writer).
+// A long system prompt prefilled once thus costs its rows once, not once per
+// session.
+//
 // truncate() rolls the cache back to a shorter length. Speculative decoding
 // uses it to drop rejected draft tokens; chat uses it to reuse a shared
 // prefix between turns. Below rollback_limit() the local layers no longer
@@ -37,12 +45,33 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/config.h"
 
 namespace pocket {
+
+class KVCache;
+
+// A read-only image of a cache's first size() positions (KVCache::image).
+class KVImage {
+ public:
+  ~KVImage();
+  KVImage(const KVImage&) = delete;
+  KVImage& operator=(const KVImage&) = delete;
+  int size() const { return size_; }            // positions it holds
+  size_t stored_bytes() const { return stored_; }  // bytes of rows and scales written to the file
+
+ private:
+  friend class KVCache;
+  KVImage() = default;
+  int fd_ = -1;
+  int size_ = 0;
+  size_t stored_ = 0;
+  std::string shape_;  // KVCache::shape() of the cache it was taken from
+};
 
 // The element types of the cache (the values are stored in session files).
 enum class KVType : uint32_t { F16 = 1, Q8 = 2, Q4 = 3 };
@@ -124,6 +153,15 @@ class KVCache {
   // Rows a local layer holds at most (positions size - local_slots ... are
   // the oldest a restore can keep).
   int local_slots() const { return local_slots_; }
+  // The cache's positions as a shared image (see the header comment); null
+  // where memory files are not available or when local layers have shifted
+  // (local_base != 0: their slots no longer equal positions).
+  std::shared_ptr<const KVImage> image() const;
+  // Replaces this cache's contents with `img` (mapped copy-on-write) and
+  // sets its size. False, changing nothing, when the shapes differ or the
+  // mapping cannot be made; the caller then copies or recomputes the rows.
+  bool adopt(const KVImage& img);
+
   // Sets the size and the first position local layers store, before the
   // caller fills rows [first_stored(l), size) from a saved state. Throws if
   // they do not fit this cache (or leave visible positions missing).
@@ -137,6 +175,7 @@ class KVCache {
   };
   static constexpr int kMaxQ4HeadDim = 1024;
   void write_q4(const float* x, uint8_t* y, float* scale) const;  // rotate, then quantize
+  std::string shape() const;  // type, context, layer slots, heads: equal shapes share a layout
   size_t offset(int layer, int kv, int head, int pos) const {
     const LayerSlots& L = layers_[layer];
     const int slot = L.local ? pos - local_base_ : pos;

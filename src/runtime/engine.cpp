@@ -83,6 +83,7 @@ struct Engine::Impl {
   std::atomic<uint64_t> call{0};
   std::atomic<uint64_t> cancel{0};
   std::atomic<int> threads{0};  // the session's, readable from any thread
+  KVType kv = KVType::F16;      // the session's KV cache type
   // The vocabulary as constraints see it, built at the first constrained call.
   std::shared_ptr<const constrain::VocabIndex> vocab_index;
 
@@ -177,7 +178,8 @@ MemoryRequest memory_request(const EngineOptions& o) {
   r.context = o.context;
   r.batch = o.batch;
   r.threads = resolve_threads(o.threads);
-  r.kv = parse_kv_type(o.kv);
+  r.kv = o.kv.empty() ? KVType::F16 : parse_kv_type(o.kv);
+  r.choose_kv = o.kv.empty();
   return r;
 }
 }  // namespace
@@ -202,14 +204,16 @@ std::unique_ptr<Engine> Engine::create(std::shared_ptr<const SharedModel> model,
   const int threads = resolve_threads(options.threads);
   if (options.mem_budget_mb < 0)
     fail_as(ErrorCode::InvalidArgument, "memory budget ", options.mem_budget_mb, " MiB must be >= 0 (0 = none)");
+  KVType kv = memory_request(options).kv;
   if (options.mem_budget_mb > 0) {
     const MemoryPlan plan = plan_for(*impl->model->file, memory_request(options));
     ctx = plan.context;
+    kv = plan.kv_type;
     impl->shared->log(LogLevel::Info, cat("memory plan: ", plan.describe(), plan.context_chosen ? " (context chosen)" : ""));
   }
-  const KVType kv = parse_kv_type(options.kv);
   impl->session = std::make_unique<Session>(impl->model->model, impl->model->tokenizer, ctx, threads, options.batch, kv);
   impl->threads = threads;
+  impl->kv = kv;
   impl->new_chat();
   impl->shared->log(LogLevel::Debug, cat("engine created: context ", ctx, " tokens, ", threads, " threads, ", kv_type_name(kv), " KV cache"));
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
@@ -305,6 +309,7 @@ std::string Engine::detokenize(const std::vector<int32_t>& ids) const { return i
 
 std::string Engine::architecture() const { return impl_->shared->architecture(); }
 int Engine::context_size() const { return impl_->session->context_size(); }
+std::string Engine::kv_cache_type() const { return kv_type_name(impl_->kv); }
 int Engine::vocab_size() const { return impl_->shared->vocab_size(); }
 const std::shared_ptr<const SharedModel>& Engine::model() const { return impl_->shared; }
 

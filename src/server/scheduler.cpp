@@ -85,7 +85,7 @@ Scheduler::Scheduler(std::shared_ptr<const Model> model, std::shared_ptr<const T
   if (opt_.queue_limit < 0) fail_as(ErrorCode::InvalidArgument, "the queue limit must be >= 0");
   for (int i = 0; i < opt_.slots; ++i) {
     auto s = std::make_unique<Slot>();
-    s->session = std::make_unique<Session>(model_, tok_, opt_.ctx_size, std::max(1, opt_.threads));
+    s->session = std::make_unique<Session>(model_, tok_, opt_.ctx_size, std::max(1, opt_.threads), 0, opt_.kv);
     slots_.push_back(std::move(s));
   }
   logits_.resize(static_cast<size_t>(opt_.slots) * model_->config().vocab_size);

@@ -85,6 +85,7 @@ struct SchedulerOptions {
   int threads = 1;
   int queue_limit = 64;
   bool batched = true;  // false: decode the slots one after another (for comparison)
+  KVType kv = KVType::F16;  // every slot's KV cache
 };
 
 struct SchedulerStats {

@@ -10,6 +10,7 @@
 #include "kernels/kernels.h"
 #include "speculative/dflash_file.h"
 #include "util/error.h"
+#include "util/half.h"
 #include "util/mapped_file.h"
 
 namespace pocket {
@@ -34,6 +35,14 @@ std::vector<float> vector_f32(const TensorView& t, int64_t n, const std::string&
   return out;
 }
 
+// The draft's matrices are small: below about 2M multiply-adds a matmul runs
+// on the calling thread, where waking the pool would cost more than it
+// saves (results are the same for any thread count).
+void draft_matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& pool) {
+  const bool big = static_cast<int64_t>(n) * w.rows() * w.cols() >= (int64_t{2} << 20);
+  kernels::matmul(w, x, n, y, big ? &pool : nullptr);
+}
+
 }  // namespace
 
 DFlashDraft::DFlashDraft(const std::string& path, const ModelConfig& target) {
@@ -44,12 +53,17 @@ DFlashDraft::DFlashDraft(const std::string& path, const ModelConfig& target) {
     folder_.emplace(SafetensorsFile::open(path + "/model.safetensors"));
     tensors_ = folder_->tensors();
     config_text = read_text_file(path + "/config.json");
+    if (file_exists(path + "/" + kDraftVocabFileName)) draft_vocab_ = read_draft_vocab(path + "/" + kDraftVocabFileName);
   } else {
     DFlashDraftFile f = open_dflash_draft_file(path);
     tensors_ = std::move(f.tensors);
     file_ = std::move(f.mapping);
     config_text = std::move(f.config_json);
+    draft_vocab_ = std::move(f.draft_vocab);
   }
+  if (draft_vocab_ && draft_vocab_->vocab_size != target.vocab_size)
+    fail(where, ": the draft vocabulary ranks a vocabulary of ", draft_vocab_->vocab_size, " tokens, the target has ",
+         target.vocab_size);
   json j;
   try {
     j = json::parse(config_text);
@@ -135,7 +149,7 @@ DFlashDraft::DFlashDraft(const std::string& path, const ModelConfig& target) {
       fail(where, ": tensor ", name, " is not part of a DFlash draft Pocket runs (DFlash2 drafts are not supported yet)");
 }
 
-DFlashDrafter::DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, Session& session)
+DFlashDrafter::DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, Session& session, int draft_vocab)
     : draft_(std::move(draft)), session_(session) {
   const DFlashConfig& c = draft_->config();
   const ModelFile& f = session.model().file();
@@ -143,13 +157,27 @@ DFlashDrafter::DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, Session& 
   if (c.hidden != t.dim) fail("DFlash draft hidden size ", c.hidden, " but the target's is ", t.dim);
   embedding_ = &f.get("token_embd.weight");
   output_ = t.tied_embeddings ? embedding_ : &f.get("output.weight");
+  const DraftVocab* ranking = draft_->draft_vocab();
+  if (draft_vocab == kDraftVocabDefault) draft_vocab = ranking ? std::min<int>(kDefaultDraftVocab, static_cast<int>(ranking->ranked.size())) : 0;
+  if (draft_vocab < 0) fail_as(ErrorCode::InvalidArgument, "draft vocabulary size ", draft_vocab, " must be >= 0 (0: the whole vocabulary)");
+  if (draft_vocab > 0 && draft_vocab < t.vocab_size) {
+    if (!ranking)
+      fail_as(ErrorCode::InvalidArgument, "a draft vocabulary of ", draft_vocab,
+              " tokens needs a ranking stored with the draft (", kDraftVocabFileName,
+              " beside its config.json: pocket draft-vocab); this draft has none");
+    if (static_cast<size_t>(draft_vocab) > ranking->ranked.size())
+      fail_as(ErrorCode::InvalidArgument, "a draft vocabulary of ", draft_vocab, " tokens, but the draft's ranking holds ",
+              ranking->ranked.size(), " (0 uses the whole vocabulary)");
+    subset_ = std::make_unique<const SubsetHead>(
+        *output_, std::vector<int32_t>(ranking->ranked.begin(), ranking->ranked.begin() + draft_vocab));
+  }
   session.enable_hidden_taps(c.target_layer_ids);
   // The format's hidden state after the target's last layer is the one after
   // its final norm (Hugging Face's last hidden_states entry).
   const TensorView& fn = f.get("output_norm.weight");
   final_norm_ = vector_f32(fn, t.dim, "output_norm.weight", "DFlash target");
-  ctx_k_.resize(static_cast<size_t>(c.layers));
-  ctx_v_.resize(static_cast<size_t>(c.layers));
+  ctx_k_.resize(static_cast<size_t>(c.layers) * c.kv_heads);
+  ctx_v_.resize(ctx_k_.size());
   inv_freq_.resize(static_cast<size_t>(c.head_dim / 2));
   for (int i = 0; i < c.head_dim / 2; ++i)
     inv_freq_[static_cast<size_t>(i)] =
@@ -178,28 +206,40 @@ void DFlashDrafter::extend_context(std::span<const int32_t> history, int upto) {
       if (c.target_layer_ids[static_cast<size_t>(j)] == target.n_layers - 1)
         kernels::rmsnorm(row + j * H, row + j * H, final_norm_.data(), H, target.norm_eps);
   }
-  kernels::matmul(draft_->fc(), fused.data(), n, ctx.data(), &session_.pool());
+  draft_matmul(draft_->fc(), fused.data(), n, ctx.data(), session_.pool());
   for (int i = 0; i < n; ++i)
     kernels::rmsnorm(&ctx[static_cast<size_t>(i) * H], &ctx[static_cast<size_t>(i) * H], draft_->hidden_norm().data(), H, c.eps);
   std::vector<float> k(static_cast<size_t>(n) * kvd), v(k.size());
   for (int l = 0; l < c.layers; ++l) {
     const auto& L = draft_->layer(l);
-    kernels::matmul(*L.k, ctx.data(), n, k.data(), &session_.pool());
-    kernels::matmul(*L.v, ctx.data(), n, v.data(), &session_.pool());
+    draft_matmul(*L.k, ctx.data(), n, k.data(), session_.pool());
+    draft_matmul(*L.v, ctx.data(), n, v.data(), session_.pool());
     for (int i = 0; i < n; ++i) {
       float* ki = &k[static_cast<size_t>(i) * kvd];
       for (int h = 0; h < c.kv_heads; ++h) kernels::rmsnorm(ki + h * c.head_dim, ki + h * c.head_dim, L.k_norm.data(), c.head_dim, c.eps);
       kernels::rope(ki, c.kv_heads, c.head_dim, ctx_len_ + i, RopeStyle::Halves, inv_freq_.data());
     }
-    auto& K = ctx_k_[static_cast<size_t>(l)];
-    auto& V = ctx_v_[static_cast<size_t>(l)];
-    K.resize(static_cast<size_t>(ctx_len_) * kvd);
-    V.resize(K.size());
-    K.insert(K.end(), k.begin(), k.end());
-    V.insert(V.end(), v.begin(), v.end());
+    store_kv(l, ctx_len_, n, k.data(), v.data());
   }
   ctx_tokens_.insert(ctx_tokens_.end(), history.begin() + ctx_len_, history.begin() + upto);
   ctx_len_ = upto;
+}
+
+void DFlashDrafter::store_kv(int l, int pos, int n, const float* k, const float* v) {
+  const DFlashConfig& c = draft_->config();
+  const int hd = c.head_dim, kvd = c.kv_heads * hd;
+  for (int h = 0; h < c.kv_heads; ++h) {
+    auto& K = ctx_k_[static_cast<size_t>(l) * c.kv_heads + h];
+    auto& V = ctx_v_[static_cast<size_t>(l) * c.kv_heads + h];
+    K.resize(static_cast<size_t>(pos + n) * hd);
+    V.resize(K.size());
+    for (int i = 0; i < n; ++i)
+      for (int d = 0; d < hd; ++d) {
+        const size_t src = static_cast<size_t>(i) * kvd + static_cast<size_t>(h) * hd + d;
+        K[static_cast<size_t>(pos + i) * hd + d] = f32_to_f16(k[src]);
+        V[static_cast<size_t>(pos + i) * hd + d] = f32_to_f16(v[src]);
+      }
+  }
 }
 
 const std::vector<float>& DFlashDrafter::block_logits(std::span<const int32_t> history, int rows) {
@@ -227,9 +267,9 @@ const std::vector<float>& DFlashDrafter::block_logits(std::span<const int32_t> h
   for (int l = 0; l < c.layers; ++l) {
     const auto& L = draft_->layer(l);
     for (int i = 0; i < B; ++i) kernels::rmsnorm(&x_[static_cast<size_t>(i) * H], &h_[static_cast<size_t>(i) * H], L.in_norm.data(), H, c.eps);
-    kernels::matmul(*L.q, x_.data(), B, q_.data(), &pool);
-    kernels::matmul(*L.k, x_.data(), B, k_.data(), &pool);
-    kernels::matmul(*L.v, x_.data(), B, v_.data(), &pool);
+    draft_matmul(*L.q, x_.data(), B, q_.data(), pool);
+    draft_matmul(*L.k, x_.data(), B, k_.data(), pool);
+    draft_matmul(*L.v, x_.data(), B, v_.data(), pool);
     for (int i = 0; i < B; ++i) {
       float* qi = &q_[static_cast<size_t>(i) * qd];
       float* ki = &k_[static_cast<size_t>(i) * kvd];
@@ -238,46 +278,55 @@ const std::vector<float>& DFlashDrafter::block_logits(std::span<const int32_t> h
       kernels::rope(qi, c.heads, hd, a + i, RopeStyle::Halves, inv_freq_.data());
       kernels::rope(ki, c.kv_heads, hd, a + i, RopeStyle::Halves, inv_freq_.data());
     }
-    // Every block query sees the context [0, a) and the whole block.
-    const auto& K = ctx_k_[static_cast<size_t>(l)];
-    const auto& V = ctx_v_[static_cast<size_t>(l)];
-    scores_.resize(static_cast<size_t>(a + B));
-    for (int i = 0; i < B; ++i)
-      for (int h = 0; h < c.heads; ++h) {
-        const float* q = &q_[static_cast<size_t>(i) * qd + static_cast<size_t>(h) * hd];
-        const int kvh = h / group;
-        auto key = [&](int t) { return t < a ? &K[static_cast<size_t>(t) * kvd + kvh * hd] : &k_[static_cast<size_t>(t - a) * kvd + kvh * hd]; };
-        auto val = [&](int t) { return t < a ? &V[static_cast<size_t>(t) * kvd + kvh * hd] : &v_[static_cast<size_t>(t - a) * kvd + kvh * hd]; };
-        for (int t = 0; t < a + B; ++t) {
-          const float* kt = key(t);
-          float s = 0;
-          for (int d = 0; d < hd; ++d) s += q[d] * kt[d];
-          scores_[static_cast<size_t>(t)] = s * scale;
+    // Every block query sees the context [0, a) and the whole block: the
+    // block's keys/values go after the context's (overwritten by the next
+    // context extension), and each KV head's queries (the group's heads at
+    // every block position) run through the attention kernel together.
+    store_kv(l, a, B, k_.data(), v_.data());
+    scores_.resize(static_cast<size_t>(kernels::kMaxAttentionQueries) * (a + B));
+    for (int kvh = 0; kvh < c.kv_heads; ++kvh) {
+      kernels::AttentionQueries qs;
+      auto flush = [&] {
+        if (qs.n == 0) return;
+        kernels::attention_heads(qs, ctx_k_[static_cast<size_t>(l) * c.kv_heads + kvh].data(),
+                                 ctx_v_[static_cast<size_t>(l) * c.kv_heads + kvh].data(), hd, scale, scores_.data());
+        qs.n = 0;
+      };
+      for (int i = 0; i < B; ++i)
+        for (int h = kvh * group; h < (kvh + 1) * group; ++h) {
+          if (qs.n == kernels::kMaxAttentionQueries) flush();
+          const size_t off = static_cast<size_t>(i) * qd + static_cast<size_t>(h) * hd;
+          qs.q[qs.n] = &q_[off];
+          qs.out[qs.n] = &attn_[off];
+          qs.n_ctx[qs.n] = a + B;
+          ++qs.n;
         }
-        kernels::softmax(scores_.data(), a + B);
-        float* o = &attn_[static_cast<size_t>(i) * qd + static_cast<size_t>(h) * hd];
-        std::fill(o, o + hd, 0.0f);
-        for (int t = 0; t < a + B; ++t) {
-          const float p = scores_[static_cast<size_t>(t)], *vt = val(t);
-          for (int d = 0; d < hd; ++d) o[d] += p * vt[d];
-        }
-      }
-    kernels::matmul(*L.o, attn_.data(), B, x_.data(), &pool);
+      flush();
+    }
+    draft_matmul(*L.o, attn_.data(), B, x_.data(), pool);
     for (size_t j = 0; j < h_.size(); ++j) h_[j] += x_[j];
     for (int i = 0; i < B; ++i) kernels::rmsnorm(&x_[static_cast<size_t>(i) * H], &h_[static_cast<size_t>(i) * H], L.post_norm.data(), H, c.eps);
-    kernels::matmul(*L.gate, x_.data(), B, gate_.data(), &pool);
-    kernels::matmul(*L.up, x_.data(), B, up_.data(), &pool);
+    draft_matmul(*L.gate, x_.data(), B, gate_.data(), pool);
+    draft_matmul(*L.up, x_.data(), B, up_.data(), pool);
     for (int i = 0; i < B; ++i) kernels::swiglu(&gate_[static_cast<size_t>(i) * c.ffn], &up_[static_cast<size_t>(i) * c.ffn], c.ffn);
-    kernels::matmul(*L.down, gate_.data(), B, x_.data(), &pool);
+    draft_matmul(*L.down, gate_.data(), B, x_.data(), pool);
     for (size_t j = 0; j < h_.size(); ++j) h_[j] += x_[j];
   }
   // Rows 1..rows through the final norm and the target's head.
   for (int i = 1; i <= rows; ++i)
     kernels::rmsnorm(&x_[static_cast<size_t>(i - 1) * H], &h_[static_cast<size_t>(i) * H], draft_->norm().data(), H, c.eps);
-  const int V = session_.model().config().vocab_size;
-  logits_.resize(static_cast<size_t>(rows) * V);
-  if (rows > 0) kernels::matmul(*output_, x_.data(), rows, logits_.data(), &pool);
+  const TensorView& head = subset_ ? subset_->view() : *output_;
+  logits_.resize(static_cast<size_t>(rows) * logits_width());
+  if (rows > 0) draft_matmul(head, x_.data(), rows, logits_.data(), pool);
   return logits_;
+}
+
+int DFlashDrafter::logits_width() const { return subset_ ? subset_->size() : session_.model().config().vocab_size; }
+
+void DFlashDrafter::prepare(std::span<const int32_t> history) {
+  const auto& cached = session_.cached_tokens();
+  if (cached.size() < history.size() || !std::equal(history.begin(), history.end(), cached.begin())) return;
+  extend_context(history, static_cast<int>(history.size()));
 }
 
 void DFlashDrafter::draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) {
@@ -285,8 +334,8 @@ void DFlashDrafter::draft(std::span<const int32_t> history, int max, std::vector
   if (max <= 0 || history.empty()) return;
   const int n = std::min(max, draft_->config().block_size - 1);
   const auto& logits = block_logits(history, n);  // only the rows that are drafted go through the head
-  const size_t V = static_cast<size_t>(session_.model().config().vocab_size);
-  for (int i = 0; i < n; ++i) out.push_back(argmax(std::span<const float>(logits).subspan(static_cast<size_t>(i) * V, V)));
+  const size_t W = static_cast<size_t>(logits_width());
+  for (int i = 0; i < n; ++i) out.push_back(token_of(argmax(std::span<const float>(logits).subspan(static_cast<size_t>(i) * W, W))));
 }
 
 }  // namespace pocket

@@ -7,7 +7,8 @@
 // hidden states (the outputs of `target_layer_ids`, concatenated, projected
 // by fc and normed by hidden_norm), which the target taps during its
 // forward passes at no extra cost (Session::enable_hidden_taps). Logits come
-// from the target's output head. Not covered: DFlash2's causal conv and
+// from the target's output head, or from its rows for the draft's reduced
+// vocabulary (speculative/draft_vocab.h) when it has one. Not covered: DFlash2's causal conv and
 // candidate selector, GGUF dflash.* files.
 #pragma once
 #include <map>
@@ -18,6 +19,7 @@
 
 #include "formats/safetensors.h"
 #include "generate/session.h"
+#include "speculative/draft_vocab.h"
 #include "speculative/drafter.h"
 
 namespace pocket {
@@ -31,13 +33,16 @@ struct DFlashConfig {
 
 class DFlashDraft {
  public:
-  // Reads a draft folder (DIR/config.json and DIR/model.safetensors) or a
-  // Pocket draft file (speculative/dflash_file.h); checks every shape (and
-  // that the draft fits `target`: hidden size, layer ids, mask token).
+  // Reads a draft folder (DIR/config.json and DIR/model.safetensors, and
+  // DIR/draft_vocab.txt when present) or a Pocket draft file
+  // (speculative/dflash_file.h); checks every shape (and that the draft fits
+  // `target`: hidden size, layer ids, mask token, the ranking's vocabulary).
   DFlashDraft(const std::string& path, const ModelConfig& target);
   DFlashDraft(const DFlashDraft&) = delete;
   DFlashDraft& operator=(const DFlashDraft&) = delete;
   const DFlashConfig& config() const { return cfg_; }
+  // The frequency ranking of the target's tokens stored with the draft, or null.
+  const DraftVocab* draft_vocab() const { return draft_vocab_ ? &*draft_vocab_ : nullptr; }
 
   struct Layer {
     const TensorView *q, *k, *v, *o, *gate, *up, *down;
@@ -50,6 +55,7 @@ class DFlashDraft {
 
  private:
   DFlashConfig cfg_;
+  std::optional<DraftVocab> draft_vocab_;
   std::map<std::string, TensorView> tensors_;  // views into one of:
   std::optional<SafetensorsFile> folder_;
   std::shared_ptr<const MappedFile> file_;
@@ -61,26 +67,40 @@ class DFlashDraft {
 // The drafter: keeps the draft's context keys/values for the positions the
 // target has accepted (rolled back with it) and drafts block_size - 1 tokens
 // per call. Enables the hidden-state taps on `session` (which starts over).
+// `draft_vocab`: score only the N most frequent tokens of the draft's
+// ranking (N > 0), the whole vocabulary (0), or kDefaultDraftVocab tokens
+// when the draft has a ranking (kDraftVocabDefault); N >= the vocabulary is
+// the whole vocabulary. The target verifies every token either way.
+inline constexpr int kDraftVocabDefault = -1;
 class DFlashDrafter : public Drafter {
  public:
-  DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, Session& session);
+  DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, Session& session, int draft_vocab = kDraftVocabDefault);
   const char* name() const override { return "dflash"; }
   void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) override;
+  // The draft's context keys/values for the whole prefilled prompt.
+  void prepare(std::span<const int32_t> history) override;
   // The draft's logits for block positions 1..rows (all B-1 when rows < 0)
   // after `history` (whose last token is the anchor, not yet run by the
-  // target): rows x vocab.
+  // target): rows x logits_width(); column j is token token_of(j).
   const std::vector<float>& block_logits(std::span<const int32_t> history, int rows = -1);
+  int logits_width() const;
+  int32_t token_of(int column) const { return subset_ ? subset_->ids()[static_cast<size_t>(column)] : column; }
 
  private:
   void extend_context(std::span<const int32_t> history, int upto);
+  // Stores rows [0, n) of k / v (n x kv_heads*head_dim) at positions pos.. of layer l.
+  void store_kv(int l, int pos, int n, const float* k, const float* v);
 
   std::shared_ptr<const DFlashDraft> draft_;
   Session& session_;
   const TensorView* embedding_;
   const TensorView* output_;
+  std::unique_ptr<const SubsetHead> subset_;  // the reduced vocabulary's head rows, when one is used
   int ctx_len_ = 0;
   std::vector<int32_t> ctx_tokens_;
-  std::vector<std::vector<float>> ctx_k_, ctx_v_;  // per layer: [position][kv_heads * head_dim]
+  // Per layer and KV head, fp16 rows as the attention kernel reads them:
+  // [position][head_dim], the context, then (during block_logits) the block.
+  std::vector<std::vector<uint16_t>> ctx_k_, ctx_v_;  // index layer * kv_heads + head
   std::vector<float> final_norm_;  // the target's, for a tap after its last layer
   std::vector<float> inv_freq_, h_, x_, q_, k_, v_, attn_, gate_, up_, logits_, scores_;
 };

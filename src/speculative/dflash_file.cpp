@@ -50,6 +50,16 @@ DFlashConvertReport convert_dflash_draft(const std::string& dir, const std::stri
   if (pq) w.set_u32("pocket.quant.group_size", static_cast<uint32_t>(opt.group));
   w.set_string(kDFlashConfigKey, config);
   DFlashConvertReport rep;
+  const std::string ranking = dir + "/" + kDraftVocabFileName;
+  if (file_exists(ranking)) {
+    const DraftVocab v = read_draft_vocab(ranking);
+    std::vector<GgufMeta> ids;
+    ids.reserve(v.ranked.size());
+    for (int32_t id : v.ranked) ids.push_back(GgufMeta::i32(id));
+    w.set(kDraftVocabKey, GgufMeta::array(ids, GgufType::I32));
+    w.set_i32(kDraftVocabSizeKey, v.vocab_size);
+    rep.draft_vocab = static_cast<int>(v.ranked.size());
+  }
   std::vector<std::vector<uint8_t>> keep;  // bytes the writer streams from
   for (const auto& [name, t] : st.tensors()) {
     const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1, cols = t.shape.empty() ? 0 : t.shape.back();
@@ -88,6 +98,20 @@ DFlashDraftFile open_dflash_draft_file(const std::string& path) {
     fail(path, ": not a Pocket DFlash draft file (no ", kDFlashConfigKey,
          "; make one with pocket convert-draft, or give the draft's folder)");
   f.config_json = std::string(*config);
+  if (g.has(kDraftVocabKey) || g.has(kDraftVocabSizeKey)) {
+    const std::vector<int64_t> ids = g.get_int_array(kDraftVocabKey, true);
+    const int64_t size = g.get_int(kDraftVocabSizeKey).value_or(-1);
+    if (size <= 0 || size > (int64_t{1} << 24)) fail(path, ": missing or bad ", kDraftVocabSizeKey, " (", size, ")");
+    DraftVocab v;
+    v.vocab_size = static_cast<int32_t>(size);
+    for (int64_t id : ids) {
+      if (id < 0 || id >= v.vocab_size)
+        fail(path, ": draft vocabulary lists token ", id, ", outside the vocabulary of ", v.vocab_size, " tokens");
+      v.ranked.push_back(static_cast<int32_t>(id));
+    }
+    check_draft_vocab(v, path);
+    f.draft_vocab = std::move(v);
+  }
   for (const GgufTensorInfo& t : g.tensors()) f.tensors[t.name] = g.view(t);
   return f;
 }

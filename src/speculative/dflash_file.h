@@ -10,10 +10,12 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/dtype.h"
 #include "core/tensor.h"
+#include "speculative/draft_vocab.h"
 #include "util/mapped_file.h"
 
 namespace pocket {
@@ -28,6 +30,7 @@ struct DFlashConvertOptions {
 
 struct DFlashConvertReport {
   int tensors = 0, quantized = 0;  // tensors written; of those, matrices in `weights`
+  int draft_vocab = 0;             // ids of the draft vocabulary ranking carried over (0: none)
   uint64_t bytes_in = 0, bytes_out = 0;  // tensor data read and written
 };
 
@@ -43,6 +46,7 @@ struct DFlashDraftFile {
   std::string config_json;
   std::map<std::string, TensorView> tensors;
   std::shared_ptr<const MappedFile> mapping;
+  std::optional<DraftVocab> draft_vocab;  // when the file carries a ranking (checked)
 };
 DFlashDraftFile open_dflash_draft_file(const std::string& path);
 

@@ -23,6 +23,10 @@ class Drafter {
   // Proposes up to `max` tokens to follow `history` (prompt and generated
   // tokens so far) into `out` (cleared first); none is a valid answer.
   virtual void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) = 0;
+  // Called once after the prompt is prefilled (history = the prompt): a
+  // drafter with per-position state catches up on it here, so that the
+  // one-time cost is not taken for the cost of every draft.
+  virtual void prepare(std::span<const int32_t> history) { (void)history; }
 };
 
 // Prompt lookup: the longest suffix of the history (ngram_max tokens down

@@ -19,6 +19,19 @@ constexpr double kCountDecay = 0.9;  // per observation, for the acceptance coun
 BlockPlanner::BlockPlanner(int draft_max, bool adaptive)
     : draft_max_(draft_max), adaptive_(adaptive), time_(static_cast<size_t>(draft_max) + 2, 0.0) {
   if (draft_max < 1 || draft_max > 32) fail_as(ErrorCode::InvalidArgument, "draft length ", draft_max, " must be in 1..32");
+  hits_.assign(static_cast<size_t>(draft_max), 2.0);  // the prior: 2 hits, 1 miss
+  misses_.assign(static_cast<size_t>(draft_max), 1.0);
+}
+
+double BlockPlanner::acceptance_rate(int i) const {
+  const size_t p = static_cast<size_t>(std::clamp(i, 0, draft_max_ - 1));
+  return (hits_[p] + 1.0) / (hits_[p] + misses_[p] + 2.0);
+}
+
+int BlockPlanner::draft_request(int room) const {
+  if (room <= 0) return 0;
+  if (!adaptive_ || !costly_drafter()) return std::min(room, draft_max_);
+  return std::min({room, draft_max_, choose(draft_max_) + 1});
 }
 
 void BlockPlanner::record_time(int tokens, double seconds) {
@@ -32,11 +45,26 @@ void BlockPlanner::record_draft_time(double seconds) {
 }
 
 void BlockPlanner::record_acceptance(int drafted, int accepted) {
-  for (int i = 0; i < drafted && i <= accepted; ++i) {
-    hits_ *= kCountDecay;
-    misses_ *= kCountDecay;
-    (i < accepted ? hits_ : misses_) += 1.0;
+  for (int i = 0; i < drafted && i <= accepted && i < draft_max_; ++i) {
+    const size_t p = static_cast<size_t>(i);
+    hits_[p] *= kCountDecay;
+    misses_[p] *= kCountDecay;
+    (i < accepted ? hits_[p] : misses_[p]) += 1.0;
   }
+}
+
+void BlockPlanner::record_step(bool drafted, int tokens, double seconds) {
+  if (tokens < 1 || !(seconds > 0)) return;
+  StepRate& r = drafted ? drafted_steps_ : plain_steps_;
+  drafted_since_plain_ = drafted ? drafted_since_plain_ + 1 : 0;
+  const bool first = r.seconds == 0;
+  r.tokens = first ? tokens : kTimeDecay * r.tokens + (1 - kTimeDecay) * tokens;
+  r.seconds = first ? seconds : kTimeDecay * r.seconds + (1 - kTimeDecay) * seconds;
+}
+
+bool BlockPlanner::speculation_loses() const {
+  if (!adaptive_ || !costly_drafter() || drafted_steps_.seconds == 0 || plain_steps_.seconds == 0) return false;
+  return drafted_steps_.tokens / drafted_steps_.seconds < plain_steps_.tokens / plain_steps_.seconds;
 }
 
 double BlockPlanner::cost(int n) const {
@@ -59,12 +87,12 @@ int BlockPlanner::choose(int available) const {
   if (most <= 0) return 0;
   if (!adaptive_) return most;
   // Expected tokens from a block of k drafts: the bonus token plus
-  // a + a^2 + ... + a^k (each draft accepted only after all before it).
-  const double a = acceptance_rate();
+  // a0 + a0 a1 + ... + a0 ... a(k-1) (each draft accepted only after all
+  // before it).
   int best = 0;
   double best_rate = 1.0 / cost(1), expected = 1.0, ak = 1.0;
   for (int k = 1; k <= most; ++k) {
-    ak *= a;
+    ak *= acceptance_rate(k - 1);
     expected += ak;
     const double rate = expected / (draft_time_ + cost(k + 1));
     if (rate > best_rate) best = k, best_rate = rate;

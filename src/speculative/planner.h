@@ -24,10 +24,35 @@ class BlockPlanner {
   // < drafted means a mismatch was seen at position accepted + 1).
   void record_acceptance(int drafted, int accepted);
 
-  double acceptance_rate() const { return (hits_ + 1.0) / (hits_ + misses_ + 2.0); }
+  // Estimated chance that draft position i (0-based) is accepted when all
+  // before it were: each position has its own decayed counts, since a
+  // block draft's later positions are much weaker than its first.
+  double acceptance_rate(int i = 0) const;
+  // How many tokens to ask the drafter for, at most `room`: for a costly
+  // drafter (costly_drafter()) one more than the block the planner would
+  // choose from a full draft (so the next position keeps being measured),
+  // at least 1; otherwise draft_max.
+  int draft_request(int room) const;
+  // Drafting takes more than 5% of a decode step (a model drafter, not lookup).
+  bool costly_drafter() const { return draft_time_ > 0.05 * cost(1); }
   // Estimated seconds of a forward over n tokens (n >= 1).
   double cost(int n) const;
   int draft_max() const { return draft_max_; }
+  // One decode-loop step end to end (drafting included): `drafted` when a
+  // draft was made for it, giving `tokens` tokens in `seconds`.
+  void record_step(bool drafted, int tokens, double seconds);
+  // Measured end to end, steps with drafting have given fewer tokens per
+  // second than plain ones (both measured, a costly drafter; never when
+  // not adaptive). Catches
+  // what the cost model misses: a drafter whose work slows the target's
+  // next forward (caches, idle threads), noise in the per-part times.
+  bool speculation_loses() const;
+  // A plain step is due to (re)measure the plain rate: none measured yet,
+  // or 32 steps with drafting since the last one.
+  // Only for a costly drafter: a free one loses nothing by drafting.
+  bool wants_plain_step() const {
+    return adaptive_ && costly_drafter() && (plain_steps_.seconds == 0 || drafted_since_plain_ >= 32);
+  }
   // Plain steps to take without drafting after the planner chose a plain
   // step, so that failed drafting costs at most about `share` of the decode
   // time: the measured draft time over share x one decode step (0 when
@@ -37,9 +62,13 @@ class BlockPlanner {
  private:
   int draft_max_;
   bool adaptive_;
-  double hits_ = 2.0, misses_ = 1.0;  // decayed counts of per-position outcomes
+  std::vector<double> hits_, misses_;  // per draft position: decayed counts of outcomes
   std::vector<double> time_;          // EMA of seconds per forward size (0 = not measured)
   double draft_time_ = 0;             // EMA of seconds per draft
+  struct StepRate {
+    double tokens = 0, seconds = 0;  // EMAs per step
+  } drafted_steps_, plain_steps_;
+  int drafted_since_plain_ = 0;
 };
 
 }  // namespace pocket

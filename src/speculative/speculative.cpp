@@ -65,6 +65,14 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     return r;
   }
 
+  {  // the drafter's one-time catch-up on the prompt: part of the prompt's
+     // time (and of drafting's), not planned as the cost of a draft
+    auto td = Clock::now();
+    drafter.prepare(input);
+    const double dt = seconds_since(td);
+    st.draft_seconds += dt;
+    r.prefill_seconds += dt;
+  }
   TextStream stream(tok, opt.stop_strings);
   std::vector<int32_t> history(input.begin(), input.end());
   // A constraint masks every distribution a token is chosen from (the
@@ -117,6 +125,7 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
   std::vector<int32_t> draft, block;
   constexpr int kMaxBackoff = 32;
   int backoff = 0, skip = 0;
+  bool explore = false;  // the first draft after a pause may be verified even when speculation measures as losing
   int32_t next = -1;
   if (matcher && matcher->complete() && opt.max_tokens > 0) {
     r.stop = GenerateResult::Stop::ConstraintEnd;
@@ -146,21 +155,29 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     // a growing number of steps (then tried again), and for at least as many
     // steps as keep a costly drafter's failed drafts near 5% of the decode
     // time, so poor drafts cost next to nothing.
+    const auto t_step = Clock::now();
+    bool drafted_now = false;
     draft.clear();
     if (skip > 0) {
       --skip;
-    } else {
+    } else if (!planner.wants_plain_step()) {
+      drafted_now = true;
       auto td = Clock::now();
-      drafter.draft(history, std::min(room, planner.draft_max()), draft);
+      drafter.draft(history, planner.draft_request(room), draft);
       if (matcher) trim_to_constraint(*matcher, tok, draft);
       const double dt = seconds_since(td);
       st.draft_seconds += dt;
       planner.record_draft_time(dt);
     }
-    const int k = planner.choose(std::min(static_cast<int>(draft.size()), room));
+    int k = planner.choose(std::min(static_cast<int>(draft.size()), room));
+    // Steps with drafting measured slower per token than plain ones, end to
+    // end: plain, but for one exploring block after each pause.
+    if (k > 0 && !explore && planner.speculation_loses()) k = 0;
+    if (drafted_now) explore = false;
     if (!draft.empty()) {
       backoff = k > 0 ? 0 : std::min(2 * backoff + 1, kMaxBackoff);
       skip = k > 0 ? 0 : std::max(backoff, planner.steps_to_skip());
+      explore = skip > 0;
     }
     block.assign(1, next);
     block.insert(block.end(), draft.begin(), draft.begin() + k);
@@ -208,6 +225,7 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     } else if (!draft.empty()) {  // not verified: learn from the real token for free
       planner.record_acceptance(1, next == draft[0] ? 1 : 0);
     }
+    planner.record_step(drafted_now && !draft.empty(), accepted + 1, seconds_since(t_step));
     // Keep the rows of `next` and the accepted drafts; when a draft token
     // ended generation, keep what plain decoding would have run (not it).
     session.rollback(base + 1 + static_cast<size_t>(accepted) - (stopped ? 1 : 0));

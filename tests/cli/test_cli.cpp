@@ -81,6 +81,10 @@ TEST(Cli, BadInputGivesOneClearError) {
       {"run -m " + stories() + " --ngram-cache /nonexistent/c.ngram", "", "/nonexistent/c.ngram: cannot open", 1},
       {"run -m " + stories() + " --draft oracle --ngram-cache /nonexistent/c.ngram", "", "--draft lookup", 1},
       {"ngram-build -m " + stories() + " --corpus /nonexistent/corpus.txt -o /tmp/never.ngram", "", "/nonexistent/corpus.txt", 1},
+      {"run -m " + stories() + " --draft lookup --draft-vocab 100", "", "--draft-vocab is for DFlash drafts", 1},
+      {"run -m " + stories() + " --draft-vocab 100", "", "--dflash DIR", 1},
+      {"run -m " + stories() + " --dflash /nonexistent/draft --draft-vocab -3", "", "--draft-vocab", 2},
+      {"draft-vocab -m " + stories() + " --corpus /nonexistent/corpus.txt -o /tmp/never.txt", "", "/nonexistent/corpus.txt", 1},
       {"frobnicate", "", "frobnicate", 2},
       {"info", "", "model", 2},
   };
@@ -89,6 +93,23 @@ TEST(Cli, BadInputGivesOneClearError) {
     EXPECT_EQ(r.code, c.code) << c.args << "\n" << r.out;
     EXPECT_NE(r.out.find(c.must_mention), std::string::npos) << c.args << "\n" << r.out;
   }
+}
+
+// pocket draft-vocab: a ranking file of the model's vocabulary, its end-of-
+// sequence token first (speculative/draft_vocab.h reads it back).
+TEST(Cli, DraftVocabWritesARankingFile) {
+  pocket::test::TempDir dir;
+  std::ofstream(dir.file("corpus.txt")) << "Once upon a time there was a dog.\nThe dog was happy.\n";
+  auto r = run("draft-vocab -m " + stories() + " --corpus " + dir.file("corpus.txt") + " -o " + dir.file("r.txt"));
+  EXPECT_EQ(r.code, 0) << r.out;
+  std::ifstream f(dir.file("r.txt"));
+  std::string head;
+  std::getline(f, head);
+  EXPECT_EQ(head, "pocket-draft-vocab 1 512");
+  int lines = 0;
+  for (std::string line; std::getline(f, line);) ++lines;
+  EXPECT_GT(lines, 5);
+  EXPECT_LT(lines, 100);  // only the tokens the corpus uses
 }
 
 // An error that is known before any output comes alone: an over-long

@@ -77,6 +77,10 @@ TEST(BenchCli, JsonHasTheReportedFields) {
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(j["ctx_sweep"][i]["context"], (std::vector<int>{16, 40, 100})[i]);
     EXPECT_GT(j["ctx_sweep"][i]["decode_tok_s"]["min"].get<double>(), 0);
+    // Each point's fill starts where the previous point's decode ended.
+    EXPECT_EQ(j["ctx_sweep"][i]["fill_from"], (std::vector<int>{0, 20, 44})[i]);
+    EXPECT_GT(j["ctx_sweep"][i]["fill_tok_s"]["min"].get<double>(), 0);
+    EXPECT_GT(j["ctx_sweep"][i]["rss_increase_mb"].get<double>(), 0);
   }
   std::string unsorted = run(cli + " bench -m " + model + " -p 8 -n 4 -t 1 --runs 1 --ctx 64,32 2>&1", &rc);
   EXPECT_NE(rc, 0);

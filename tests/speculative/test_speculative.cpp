@@ -14,6 +14,7 @@
 
 #include "common/test_util.h"
 #include "constrained_check.h"
+#include "sampling_check.h"
 #include "convert/create_model.h"
 #include "runtime/loader.h"
 #include "speculative/drafter.h"
@@ -290,34 +291,40 @@ TEST(Speculative, PlannerFallsBackToPlainWhenDraftsFailAndGrowsBlocksWhenTheyHit
   EXPECT_NEAR(costly.steps_to_skip(), 80, 1);
   for (int i = 0; i < 200; ++i) costly.record_draft_time(1e3);
   EXPECT_EQ(costly.steps_to_skip(), 512);
+  // Acceptance per position (a block draft's later positions are weaker):
+  // the first draft always right and the second always wrong give blocks
+  // of one, and the drafter is asked for one more token than that.
+  BlockPlanner first(16, true);
+  for (int n = 1; n <= 17; ++n) first.record_time(n, 1.0 + 0.1 * (n - 1));
+  for (int i = 0; i < 40; ++i) first.record_acceptance(4, 1);
+  EXPECT_GT(first.acceptance_rate(0), 0.9);
+  EXPECT_LT(first.acceptance_rate(1), 0.1);
+  EXPECT_EQ(first.choose(16), 1);
+  EXPECT_EQ(first.draft_request(16), 16) << "drafting measured free (lookup): ask for everything";
+  first.record_draft_time(0.5);  // half a decode step
+  EXPECT_TRUE(first.costly_drafter());
+  EXPECT_EQ(first.draft_request(16), 2);
+  EXPECT_EQ(first.draft_request(1), 1);
+  EXPECT_EQ(BlockPlanner(16, false).draft_request(9), 9);
+  // End to end: a plain step is measured first and every 32 drafted steps;
+  // drafted steps slower per token than plain ones make speculation lose.
+  BlockPlanner g(16, true);
+  for (int n = 1; n <= 17; ++n) g.record_time(n, 1.0);
+  EXPECT_FALSE(g.wants_plain_step()) << "drafting not measured yet";
+  g.record_draft_time(0.3);
+  EXPECT_TRUE(g.wants_plain_step());
+  g.record_step(false, 1, 1.0);  // plain: 1 token/s
+  EXPECT_FALSE(g.wants_plain_step());
+  EXPECT_FALSE(g.speculation_loses()) << "no drafted step measured yet";
+  g.record_step(true, 2, 4.0);  // 0.5 token/s
+  EXPECT_TRUE(g.speculation_loses());
+  for (int i = 0; i < 40; ++i) g.record_step(true, 3, 1.0);
+  EXPECT_FALSE(g.speculation_loses());
+  EXPECT_TRUE(g.wants_plain_step()) << "32 drafted steps since the last plain one";
+  EXPECT_FALSE(BlockPlanner(16, false).wants_plain_step());
+  EXPECT_FALSE(BlockPlanner(16, false).speculation_loses());
   EXPECT_THROW(BlockPlanner(0, true), Error);
   EXPECT_THROW(BlockPlanner(33, true), Error);
-}
-
-// Runs n seeded speculative generations whose drafter always proposes the
-// one token `draft` and checks the frequencies of the first two generated
-// tokens against the exact joint distribution (within 5 sigma), and that
-// at least `min_verified` drafts were verified.
-void expect_pair_frequencies(Session& s, const std::vector<int32_t>& in, GenerateOptions o, int32_t draft,
-                             const std::map<std::pair<int, int>, double>& exact, int n, int min_verified) {
-  Repeat drafter(draft, 1);
-  std::map<std::pair<int, int>, int> seen;
-  int verified = 0;
-  for (int seed = 0; seed < n; ++seed) {
-    o.sampling.seed = static_cast<uint64_t>(seed);
-    SpeculativeStats st;
-    s.reset();
-    auto r = generate_speculative(s, drafter, in, o, {1, false}, {}, &st);
-    ASSERT_GE(r.tokens.size(), 2u);
-    ++seen[{r.tokens[0], r.tokens[1]}];
-    verified += st.drafted;
-  }
-  EXPECT_GE(verified, min_verified);
-  for (const auto& [cell, count] : seen) EXPECT_TRUE(exact.count(cell)) << "a pair outside the (masked, truncated) support";
-  for (const auto& [cell, p] : exact) {
-    const double sigma = std::sqrt(n * p * (1 - p));
-    EXPECT_NEAR(seen[cell], n * p, 5 * sigma + 2) << "pair " << cell.first << "," << cell.second;
-  }
 }
 
 // Sampling: the first two generated tokens of speculative sampling (a fixed
@@ -330,38 +337,12 @@ TEST(Speculative, SamplingKeepsTheDistribution) {
   EncodeOptions eo;
   eo.add_bos = true;
   auto in = m.tokenizer->encode("Once upon a time there was a", eo);
-  GenerateOptions o;
-  o.max_tokens = 3;
-  o.sampling.temperature = 1.0f;
-  o.sampling.top_k = 4;
-  o.sampling.top_p = 1.0f;
-  o.sampling.min_p = 0.0f;
+  GenerateOptions o = test::top4_sampling();
   // Exact joint p(t1, t2) over the top-4 truncations.
-  std::map<std::pair<int, int>, double> exact;
-  Sampler probe(o.sampling);
-  std::vector<std::pair<float, int32_t>> c1;
-  {
-    s.reset();
-    auto l = s.prefill(in);
-    std::vector<float> row(l.begin(), l.end());
-    auto c = probe.candidates(row, in);
-    c1.assign(c.begin(), c.end());
-  }
   int32_t fixed_draft = -1;
-  for (const auto& [p1, t1] : c1) {
-    auto seq = in;
-    seq.push_back(t1);
-    s.reset();
-    auto l = s.prefill(seq);
-    std::vector<float> row(l.begin(), l.end());
-    auto c2 = probe.candidates(row, seq);
-    double z1 = 0, z2 = 0;
-    for (auto& c : c1) z1 += c.first;
-    for (auto& c : c2) z2 += c.first;
-    for (const auto& [p2, t2] : c2) exact[{t1, t2}] = p1 / z1 * p2 / z2;
-    if (fixed_draft < 0) fixed_draft = c2[1].second;  // a likely but not certain second token
-  }
-  expect_pair_frequencies(s, in, o, fixed_draft, exact, 3000, 1500);
+  const auto exact = test::exact_pair_distribution(s, in, o.sampling, nullptr, &fixed_draft);
+  Repeat drafter(fixed_draft, 1);
+  test::expect_pair_frequencies(s, drafter, in, o, exact, 3000, 1500);
 }
 
 
@@ -433,39 +414,13 @@ TEST(SpeculativeConstrained, SamplingKeepsTheMaskedDistribution) {
   spec.kind = constrain::ConstraintSpec::Kind::Regex;
   spec.text = " [b-z][a-z]*( [b-z][a-z]*)+";  // words not starting with 'a': masks the likeliest tokens
   auto constraint = constrain::compile_constraint(spec, *m.tokenizer);
-  GenerateOptions o;
-  o.max_tokens = 3;
-  o.sampling.temperature = 1.0f;
-  o.sampling.top_k = 4;
-  o.sampling.top_p = 1.0f;
-  o.sampling.min_p = 0.0f;
+  GenerateOptions o = test::top4_sampling();
   o.constraint = constraint;
-  std::map<std::pair<int, int>, double> exact;
-  Sampler probe(o.sampling);
   constrain::Matcher matcher = constraint->matcher();
-  auto masked_candidates = [&](const std::vector<int32_t>& seq) {
-    s.reset();
-    auto l = s.prefill(seq);
-    std::vector<float> row(l.begin(), l.end());
-    apply_constraint(matcher, row);
-    auto c = probe.candidates(row, seq);
-    return std::vector<std::pair<float, int32_t>>(c.begin(), c.end());
-  };
-  const auto c1 = masked_candidates(in);
   int32_t fixed_draft = -1;
-  for (const auto& [p1, t1] : c1) {
-    auto seq = in;
-    seq.push_back(t1);
-    ASSERT_TRUE(matcher.advance(t1));
-    const auto c2 = masked_candidates(seq);
-    matcher.rollback(1);
-    double z1 = 0, z2 = 0;
-    for (auto& c : c1) z1 += c.first;
-    for (auto& c : c2) z2 += c.first;
-    for (const auto& [p2, t2] : c2) exact[{t1, t2}] = p1 / z1 * p2 / z2;
-    if (fixed_draft < 0) fixed_draft = c2[1].second;
-  }
-  expect_pair_frequencies(s, in, o, fixed_draft, exact, 2000, 500);
+  const auto exact = test::exact_pair_distribution(s, in, o.sampling, &matcher, &fixed_draft);
+  Repeat drafter(fixed_draft, 1);
+  test::expect_pair_frequencies(s, drafter, in, o, exact, 2000, 500);
 }
 
 }  // namespace

@@ -8,6 +8,13 @@
 #include "runtime/loader.h"
 #include "generate/prefix_cache.h"
 #include "util/error.h"
+#include "bench/system.h"
+#include "model/kv_cache.h"
+#include "model/synthetic.h"
+
+#include <cmath>
+#include <cstring>
+#include <memory>
 
 namespace pocket {
 namespace {
@@ -48,6 +55,132 @@ TEST(PrefixCache, SessionsStartedFromThePrefixContinueExactly) {
     EXPECT_NE(std::string(e.what()).find("the shared prefix"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(small.cached_tokens().empty());
+}
+
+// Copy-on-write: sessions of the owner's shape map the prefix's image; each
+// one's writes stay its own (a session that wrote past and inside the prefix
+// leaves the image and the other sessions as they were), for every KV type.
+TEST(PrefixCache, CopyOnWriteSessionsStayIndependent) {
+  LoadedModel m = load_model(test::stories_model());
+  const std::vector<int32_t> prefix = m.tokenizer->encode("Once upon a time, there was a little girl named Lily. She");
+  GenerateOptions greedy;
+  greedy.max_tokens = 12;
+  greedy.sampling.temperature = 0;
+  auto prompt = [&](const char* tail) {
+    std::vector<int32_t> p = prefix;
+    for (int32_t t : m.tokenizer->encode(tail)) p.push_back(t);
+    return p;
+  };
+  const auto a = prompt(" liked to play"), b = prompt(" had a big red ball");
+  for (KVType kv : {KVType::F16, KVType::Q8, KVType::Q4}) {
+    SCOPED_TRACE(kv_type_name(kv));
+    auto expect = [&](const std::vector<int32_t>& p) {
+      Session fresh(m.model, m.tokenizer, 96, 1, 0, kv);
+      return fresh.generate(p, greedy).tokens;
+    };
+    const auto want_a = expect(a), want_b = expect(b);
+    Session owner(m.model, m.tokenizer, 96, 1, 0, kv);
+    const PrefixCache shared(owner, prefix);
+    if (!shared.copy_on_write()) GTEST_SKIP() << "no memory files here: the copy path is tested above";
+    EXPECT_GT(shared.bytes(), 0u);
+
+    Session s1(m.model, m.tokenizer, 96, 1, 0, kv), s2(m.model, m.tokenizer, 96, 1, 0, kv);
+    ASSERT_TRUE(shared.apply(s1));
+    ASSERT_TRUE(shared.apply(s2));
+    EXPECT_EQ(s1.cached_tokens(), prefix);
+    const GenerateResult r1 = s1.generate(a, greedy);
+    EXPECT_EQ(r1.tokens, want_a);
+    EXPECT_EQ(r1.reused_tokens, static_cast<int>(prefix.size()));
+    // s1 now rewrites positions inside the prefix (a prompt that leaves it early).
+    const std::vector<int32_t> other = m.tokenizer->encode("The dog ran to the park and");
+    EXPECT_EQ(s1.generate(other, greedy).tokens, expect(other));
+    const GenerateResult r2 = s2.generate(b, greedy);
+    EXPECT_EQ(r2.tokens, want_b);
+    EXPECT_EQ(r2.reused_tokens, static_cast<int>(prefix.size()));
+    // The owner's own cache (which the image was taken from) is untouched too.
+    EXPECT_EQ(owner.generate(a, greedy).tokens, want_a);
+    Session s3(m.model, m.tokenizer, 96, 1, 0, kv);
+    ASSERT_TRUE(shared.apply(s3));
+    EXPECT_EQ(s3.generate(a, greedy).tokens, want_a);
+
+    // Another shape (context) recomputes the same rows; too small a context is an error.
+    Session wide(m.model, m.tokenizer, 128, 1, 0, kv);
+    EXPECT_FALSE(shared.apply(wide));
+    EXPECT_EQ(wide.cached_tokens(), prefix);
+    EXPECT_EQ(wide.generate(b, greedy).tokens, want_b);
+  }
+}
+
+// The point of sharing: caches that adopt one image hold its rows about
+// once, measured as proportional set size; the rows read back exactly.
+TEST(PrefixCache, CopyOnWriteCachesShareThePrefixPages) {
+  if (test::emulated()) GTEST_SKIP() << "qemu does not emulate /proc/self/smaps_rollup";
+  if (!bench::pss_kb()) GTEST_SKIP() << "/proc/self/smaps_rollup is not readable";
+  ModelConfig cfg = preset_config("tiny-qwen3");
+  cfg.n_layers = 2;
+  cfg.n_kv_heads = 2;
+  cfg.head_dim = 128;
+  cfg.sliding_window = 0;
+  constexpr int kCtx = 2048, kPrefix = 1536, kOwn = 32, kCaches = 4;  // 6 MiB of prefix rows (f16)
+  std::vector<float> x(static_cast<size_t>(cfg.n_kv_heads) * cfg.head_dim);
+  auto fill = [&](KVCache& c, int from, int to, float salt) {
+    for (int p = from; p < to; p += 128) {
+      const int n = std::min(128, to - p);
+      c.reserve_append(n);
+      for (int q = p; q < p + n; ++q)
+        for (int l = 0; l < cfg.n_layers; ++l)
+          for (int kv = 0; kv < 2; ++kv) {
+            for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.01f * q + 0.1f * i + salt + kv + 3 * l);
+            c.write(l, kv, q, x.data());
+          }
+      c.set_size(p + n);
+    }
+  };
+  auto same_rows = [&](const KVCache& a, const KVCache& b, int n) {
+    for (int l = 0; l < cfg.n_layers; ++l)
+      for (int kv = 0; kv < 2; ++kv)
+        for (int h = 0; h < cfg.n_kv_heads; ++h)
+          if (std::memcmp(a.row(l, kv, h, 0), b.row(l, kv, h, 0), n * a.row_bytes()) != 0) return false;
+    return true;
+  };
+  KVCache owner(cfg, kCtx);
+  fill(owner, 0, kPrefix, 0);
+  const double prefix_mib = double(kPrefix) * kv_bytes_per_token(cfg, KVType::F16) / (1 << 20);
+
+  // Copies: each cache writes the prefix rows itself.
+  uint64_t before = *bench::pss_kb();
+  std::vector<std::unique_ptr<KVCache>> copies;
+  for (int i = 0; i < kCaches; ++i) {
+    copies.push_back(std::make_unique<KVCache>(cfg, kCtx));
+    fill(*copies.back(), 0, kPrefix, 0);
+    fill(*copies.back(), kPrefix, kPrefix + kOwn, 1.0f + i);
+  }
+  const double copied_mib = double(*bench::pss_kb() - before) / 1024;
+
+  before = *bench::pss_kb();
+  const auto image = owner.image();
+  ASSERT_NE(image, nullptr);
+  EXPECT_EQ(image->size(), kPrefix);
+  std::vector<std::unique_ptr<KVCache>> shared;
+  for (int i = 0; i < kCaches; ++i) {
+    shared.push_back(std::make_unique<KVCache>(cfg, kCtx));
+    ASSERT_TRUE(shared.back()->adopt(*image));
+    EXPECT_EQ(shared.back()->size(), kPrefix);
+    fill(*shared.back(), kPrefix, kPrefix + kOwn, 1.0f + i);
+  }
+  const double shared_mib = double(*bench::pss_kb() - before) / 1024;
+  // Copies cost about kCaches x the prefix; shared about one prefix (the
+  // image) plus each cache's own rows and the page it shares a boundary with.
+  EXPECT_GT(copied_mib, 0.9 * kCaches * prefix_mib) << copied_mib;
+  EXPECT_LT(shared_mib, 1.5 * prefix_mib) << shared_mib << " MiB shared vs " << copied_mib << " copied";
+  for (int i = 0; i < kCaches; ++i) EXPECT_TRUE(same_rows(*shared[i], *copies[i], kPrefix + kOwn)) << i;
+  EXPECT_TRUE(same_rows(owner, *copies[0], kPrefix));
+
+  // A cache of another shape does not adopt it.
+  KVCache other(cfg, kCtx / 2);
+  EXPECT_FALSE(other.adopt(*image));
+  KVCache q8(cfg, kCtx, KVType::Q8);
+  EXPECT_FALSE(q8.adopt(*image));
 }
 
 }  // namespace

@@ -309,6 +309,10 @@ TEST(SessionState, EngineAndCApiSaveAndLoad) {
   pocket_session_options_init(&so);
   so.kv_cache = "q8";
   ASSERT_EQ(pocket_session_open(cm, &so, &cs), POCKET_OK) << pocket_last_error();
+  const char* kv = nullptr;
+  ASSERT_EQ(pocket_session_get_kv_cache(cs, &kv), POCKET_OK);
+  EXPECT_STREQ(kv, "q8");
+  EXPECT_EQ(pocket_session_get_kv_cache(cs, nullptr), POCKET_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(pocket_session_load_state(cs, path.c_str()), POCKET_ERR_FAILED);
   EXPECT_NE(std::string(pocket_last_error()).find("this session's is q8"), std::string::npos) << pocket_last_error();
   EXPECT_EQ(pocket_session_save_state(cs, dir.file("q8.state").c_str()), POCKET_OK) << pocket_last_error();

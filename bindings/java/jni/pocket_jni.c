@@ -205,10 +205,15 @@ JNIEXPORT jbyteArray JNICALL Java_dev_pocket_NativeLib_detokenize(JNIEnv* env, j
 JNIEXPORT jlong JNICALL Java_dev_pocket_NativeLib_sessionOpen(JNIEnv* env, jclass cls, jlong model, jint threads,
                                                               jint context, jboolean thinking,
                                                               jbyteArray system_prompt, jint mem_budget_mb,
-                                                              jint batch) {
+                                                              jint batch, jbyteArray kv_cache) {
   size_t n = 0;
   char* sys = copy_bytes(env, system_prompt, &n);
   if (system_prompt != NULL && sys == NULL) return 0;
+  char* kv = copy_bytes(env, kv_cache, &n);
+  if (kv_cache != NULL && kv == NULL) {
+    free(sys);
+    return 0;
+  }
   pocket_session_options opt;
   pocket_session_options_init(&opt);
   opt.threads = threads;
@@ -217,9 +222,11 @@ JNIEXPORT jlong JNICALL Java_dev_pocket_NativeLib_sessionOpen(JNIEnv* env, jclas
   opt.system_prompt = sys;
   opt.mem_budget_mb = mem_budget_mb;
   opt.batch = batch;
+  opt.kv_cache = kv;
   pocket_session* session = NULL;
   const pocket_status st = pocket_session_open(as_model(model), &opt, &session);
   free(sys);
+  free(kv);
   if (st != POCKET_OK) return throw_status(env, st);
   return (jlong)(uintptr_t)session;
 }
@@ -283,6 +290,19 @@ JNIEXPORT jint JNICALL Java_dev_pocket_NativeLib_contextSize(JNIEnv* env, jclass
   const pocket_status st = pocket_session_get_context_size(as_session(s), &size);
   if (st != POCKET_OK) throw_status(env, st);
   return size;
+}
+
+JNIEXPORT jbyteArray JNICALL Java_dev_pocket_NativeLib_kvCache(JNIEnv* env, jclass cls, jlong s) {
+  const char* kv = NULL;
+  const pocket_status st = pocket_session_get_kv_cache(as_session(s), &kv);
+  if (st != POCKET_OK) {
+    throw_status(env, st);
+    return NULL;
+  }
+  const jsize len = (jsize)strlen(kv);
+  jbyteArray out = (*env)->NewByteArray(env, len);
+  if (out != NULL) (*env)->SetByteArrayRegion(env, out, 0, len, (const jbyte*)kv);
+  return out;
 }
 
 /* ---- generation -------------------------------------------------------- */

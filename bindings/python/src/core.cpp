@@ -165,7 +165,8 @@ nb::bytes detokenize(uintptr_t model, const std::vector<int32_t>& ids) {
 }
 
 uintptr_t session_open(uintptr_t model, int32_t threads, int32_t context, bool thinking,
-                       std::optional<std::string> system_prompt, int32_t mem_budget_mb, int32_t batch) {
+                       std::optional<std::string> system_prompt, int32_t mem_budget_mb, int32_t batch,
+                       std::optional<std::string> kv_cache) {
   pocket_session_options opt;
   pocket_session_options_init(&opt);
   opt.threads = threads;
@@ -174,6 +175,7 @@ uintptr_t session_open(uintptr_t model, int32_t threads, int32_t context, bool t
   opt.batch = batch;
   opt.enable_thinking = thinking ? 1 : 0;
   opt.system_prompt = system_prompt ? system_prompt->c_str() : nullptr;
+  opt.kv_cache = kv_cache ? kv_cache->c_str() : nullptr;
   pocket_session* session = nullptr;
   pocket_status st;
   {
@@ -227,6 +229,12 @@ int32_t context_size(uintptr_t session) {
   int32_t n = 0;
   check(pocket_session_get_context_size(as_session(session), &n));
   return n;
+}
+
+std::string kv_cache(uintptr_t session) {
+  const char* kv = nullptr;
+  check(pocket_session_get_kv_cache(as_session(session), &kv));
+  return kv;
 }
 
 // generate/chat: options left None take the library's defaults
@@ -286,7 +294,8 @@ NB_MODULE(_core, m) {
   m.def("tokenize", &tokenize, nb::arg("model"), nb::arg("text"), nb::arg("special"));
   m.def("detokenize", &detokenize, nb::arg("model"), nb::arg("ids"));
   m.def("session_open", &session_open, nb::arg("model"), nb::arg("threads"), nb::arg("context"),
-        nb::arg("thinking"), nb::arg("system_prompt").none(), nb::arg("mem_budget_mb"), nb::arg("batch"));
+        nb::arg("thinking"), nb::arg("system_prompt").none(), nb::arg("mem_budget_mb"), nb::arg("batch"),
+        nb::arg("kv_cache").none());
   m.def("session_close", &session_call<pocket_session_close>);
   m.def("session_reset", &session_call<pocket_session_reset>);
   m.def("session_save_state", &session_path_call<pocket_session_save_state>, nb::arg("session"), nb::arg("path"));
@@ -297,6 +306,7 @@ NB_MODULE(_core, m) {
         [](uintptr_t session, int32_t n) { check(pocket_session_set_threads(as_session(session), n)); });
   m.def("session_get_threads", &get_threads);
   m.def("session_context_size", &context_size);
+  m.def("session_kv_cache", &kv_cache);
   m.def("generate", &generate, nb::arg("session"), nb::arg("chat"), nb::arg("text"), nb::arg("max_tokens").none(),
         nb::arg("temperature").none(), nb::arg("top_k").none(), nb::arg("top_p").none(), nb::arg("min_p").none(),
         nb::arg("repeat_penalty").none(), nb::arg("repeat_last_n").none(), nb::arg("seed").none(),

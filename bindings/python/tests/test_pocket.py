@@ -338,6 +338,13 @@ def test_a_memory_budget_chooses_the_context_or_is_refused(model):
         model.session(mem_budget_mb=1)
     with model.session(mem_budget_mb=64, batch=16) as s:
         assert 64 <= s.context_size <= 512
+        assert s.kv_cache == "f16"  # the whole context fits with f16 in 64 MiB
+    for kv in ("q8", "q4"):
+        with model.session(kv_cache=kv) as s:
+            assert s.kv_cache == kv
+            assert s.generate("Once upon a time", max_tokens=4, **GREEDY)
+    with pytest.raises(pocket.InvalidArgumentError, match="unknown KV cache type 'q3'"):
+        model.session(kv_cache="q3")
         assert s.generate("Once upon a time", max_tokens=4, **GREEDY)
 
 

@@ -169,17 +169,20 @@ class Model(_Closable):
         self._handle = _Handle(handle, _core.model_close, "model")
 
     def session(self, *, threads: int = 0, context: int = 0, system_prompt: Optional[str] = None,
-                thinking: bool = True, mem_budget_mb: int = 0, batch: int = 0) -> Session:
+                thinking: bool = True, mem_budget_mb: int = 0, batch: int = 0,
+                kv_cache: Optional[str] = None) -> Session:
         """A new, independent conversation: its own KV cache, not another copy of the weights.
 
         threads: worker threads (0 = all cores); context: tokens (0 = the model's, at most 4096);
         system_prompt: for chat; thinking: Qwen3 chat (False adds an empty think block);
         mem_budget_mb: hard memory budget in MiB (0 = none; with context 0 the largest context that
         fits is chosen, else InvalidArgumentError giving the numbers); batch: prompt tokens per
-        forward pass (1-128, 0 = 128).
+        forward pass (1-128, 0 = 128); kv_cache: "f16", "q8" (int8, about half the memory) or "q4"
+        (4-bit, about a quarter, costs quality); None = f16, or under a budget the plan's choice
+        (f16 when the context fits with it, else q8; Session.kv_cache says which).
         """
         handle = _core.session_open(self._handle.get(), threads, context, thinking, system_prompt, mem_budget_mb,
-                                    batch)
+                                    batch, kv_cache)
         return Session(self, handle, system_prompt)
 
     def tokenize(self, text: str, *, special: bool = False) -> list[int]:
@@ -312,6 +315,11 @@ class Session(_Closable):
     @property
     def context_size(self) -> int:
         return _core.session_context_size(self._handle.get())
+
+    @property
+    def kv_cache(self) -> str:
+        """The KV cache type: "f16", "q8" or "q4" (as asked, or as the memory plan chose)."""
+        return _core.session_kv_cache(self._handle.get())
 
     # ---- internals ----------------------------------------------------------
 

@@ -24,7 +24,7 @@ final class NativeLib {
   static native byte[] detokenize(long model, int[] ids);
 
   static native long sessionOpen(long model, int threads, int context, boolean thinking, byte[] systemPrompt,
-                                 int memBudgetMb, int batch);
+                                 int memBudgetMb, int batch, byte[] kvCache);
   static native void saveState(long session, byte[] path);
   static native void loadState(long session, byte[] path);
   static native void shareChatStart(long source, long[] targets);
@@ -34,6 +34,7 @@ final class NativeLib {
   static native void setThreads(long session, int threads);
   static native int getThreads(long session);
   static native int contextSize(long session);
+  static native byte[] kvCache(long session);
 
   static native void generate(long session, boolean chat, byte[] prompt, int mask, int[] ints, float[] floats,
                               long seed, byte[][] stop, Object sink, double[] stats);

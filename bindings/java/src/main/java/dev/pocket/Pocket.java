@@ -56,7 +56,9 @@ public final class Pocket implements AutoCloseable {
 
   public Session newSession(SessionOptions o) {
     byte[] system = o.systemPrompt == null ? null : cString(o.systemPrompt);
-    return new Session(NativeLib.sessionOpen(handle(), o.threads, o.context, o.thinking, system, o.memBudgetMb, o.batch));
+    byte[] kv = o.kvCache == null ? null : cString(o.kvCache);
+    return new Session(
+        NativeLib.sessionOpen(handle(), o.threads, o.context, o.thinking, system, o.memBudgetMb, o.batch, kv));
   }
 
   /** Text to token ids (control tokens written in the text are plain text). */

@@ -106,6 +106,11 @@ public final class Session implements AutoCloseable {
     return NativeLib.contextSize(handle());
   }
 
+  /** The KV cache type: "f16", "q8" or "q4" (as asked, or as the memory plan chose). */
+  public String kvCache() {
+    return new String(NativeLib.kvCache(handle()), java.nio.charset.StandardCharsets.UTF_8);
+  }
+
   /** Closes the session (cancelling a call running on it); a second close does nothing. */
   @Override
   public void close() {

@@ -8,6 +8,7 @@ public final class SessionOptions {
   String systemPrompt;  // null = none
   int memBudgetMb;      // 0 = no budget
   int batch;            // 0 = 128
+  String kvCache;       // null = f16, or the memory plan's choice
 
   /** Worker threads; 0 (default) = all cores. Results are the same for any count. */
   public SessionOptions threads(int n) { threads = n; return this; }
@@ -25,4 +26,10 @@ public final class SessionOptions {
   public SessionOptions memBudgetMb(int mib) { memBudgetMb = mib; return this; }
   /** Prompt tokens per forward pass (chunked prefill), 1-128; 0 (default) = 128. */
   public SessionOptions batch(int tokens) { batch = tokens; return this; }
+  /**
+   * KV cache type: "f16", "q8" (int8 rows, about half the memory) or "q4" (4-bit, about a quarter; costs
+   * quality). Default null: f16, or under a memory budget the plan's choice (f16 when the context fits with
+   * it, else q8); {@link Session#kvCache()} says which. Anything else makes opening throw INVALID_ARGUMENT.
+   */
+  public SessionOptions kvCache(String type) { kvCache = type; return this; }
 }

@@ -307,7 +307,18 @@ public final class PocketTest {
     }
     try (Session s = model.newSession(new SessionOptions().memBudgetMb(64).batch(16))) {
       check(s.contextSize() >= 64 && s.contextSize() <= 512, "context " + s.contextSize());
+      check(s.kvCache().equals("f16"), "kv " + s.kvCache());
       check(!s.generate("Once upon a time", greedy(4)).isEmpty(), "no text");
+    }
+    try (Session s = model.newSession(new SessionOptions().kvCache("q8"))) {
+      equal("q8", s.kvCache(), "kv cache");
+      check(!s.generate("Once upon a time", greedy(4)).isEmpty(), "no text with q8");
+    }
+    try {
+      model.newSession(new SessionOptions().kvCache("q3"));
+      throw new AssertionError("KV cache type q3 was accepted");
+    } catch (PocketException e) {
+      equal(PocketException.Status.INVALID_ARGUMENT, e.status(), "status");
     }
   }
 
