@@ -166,40 +166,116 @@ Elem GrammarBuilder::group(Alts alts, std::string_view hint) {
   return {true, r};
 }
 
+namespace {
+// item{min,max} as plain rules appended to g: min copies of the item, then
+// item* as a right-recursive rule (star ::= item star | "") or nested
+// optionals (opt_k ::= item opt_{k-1} | "").
+Seq write_out(Grammar& g, Elem item, int min, int max, std::string_view hint) {
+  auto add = [&](std::string name, Alts alts) {
+    g.rules.push_back({std::move(name), std::move(alts)});
+    return static_cast<int32_t>(g.rules.size()) - 1;
+  };
+  Seq out(static_cast<size_t>(min), item);
+  if (max < 0) {
+    const int32_t star = static_cast<int32_t>(g.rules.size());
+    add(cat(hint, "*#", star), {{item, {true, star}}, {}});
+    out.push_back({true, star});
+  } else {
+    int32_t prev = -1;
+    for (int k = 0; k < max - min; ++k) {
+      Seq first{item};
+      if (prev >= 0) first.push_back({true, prev});
+      prev = add(cat(hint, "?#", g.rules.size()), {std::move(first), {}});
+    }
+    if (prev >= 0) out.push_back({true, prev});
+  }
+  return out;
+}
+
+// Writes out the Repeat elements for which keep(rep) is false, telling
+// added(n) about every n elements added (it may throw to stop).
+template <class Keep, class Added>
+void expand_some(Grammar& g, Keep keep, Added added) {
+  for (size_t r = 0; r < g.rules.size(); ++r)
+    for (size_t a = 0; a < g.rules[r].alts.size(); ++a) {
+      Seq out;
+      bool changed = false;
+      for (const Elem& e : g.rules[r].alts[a]) {
+        if (!e.is_rep || keep(g.reps[e.index])) {
+          out.push_back(e);
+          continue;
+        }
+        const Repeat rep = g.reps[e.index];
+        added(static_cast<size_t>(rep.max < 0 ? rep.min + 5 : rep.min + 5 * (rep.max - rep.min)));
+        Seq w = write_out(g, {true, rep.item}, rep.min, rep.max, "rep");
+        out.insert(out.end(), w.begin(), w.end());
+        changed = true;
+      }
+      if (changed) g.rules[r].alts[a] = std::move(out);
+    }
+}
+}  // namespace
+
+Grammar expand_repeats(Grammar g) {
+  expand_some(g, [](const Repeat&) { return false; }, [](size_t) {});
+  return g;
+}
+
 Seq GrammarBuilder::repeat(const Alts& x, int min, int max, std::string_view hint) {
   if (min < 0 || min > Limits::kMaxRepeat || max > Limits::kMaxRepeat)
     fail_as(ErrorCode::InvalidArgument, "repetition count ", std::max(min, max), " is too large (at most ",
             Limits::kMaxRepeat, ")");
   if (max >= 0 && max < min) fail_as(ErrorCode::InvalidArgument, "repetition {", min, ",", max, "}: max < min");
   Elem item = group(x, hint);
-  Seq out(static_cast<size_t>(min), item);
-  count(out.size());
-  if (max < 0) {  // item* as a right-recursive rule: star ::= item star | ""
-    int star = add_rule(cat(hint, "*#", g_.rules.size()));
-    define(star, {{item, {true, star}}, {}});
-    out.push_back({true, star});
-  } else if (max > min) {  // nested optionals: opt_k ::= item opt_{k-1} | ""
-    int prev = -1;
-    for (int k = 0; k < max - min; ++k) {
-      int r = add_rule(cat(hint, "?#", g_.rules.size()));
-      Seq first{item};
-      if (prev >= 0) first.push_back({true, prev});
-      define(r, {std::move(first), {}});
-      prev = r;
+  if (max >= 2 || (max < 0 && min >= 2)) {  // counted: one element, the count kept by the matcher
+    if (!item.is_ref) {
+      const int r = add_rule(cat(hint, "#", g_.rules.size()));
+      define(r, x);
+      item = {true, r};
     }
-    out.push_back({true, prev});
+    g_.reps.push_back({item.index, min, max});
+    count(1);
+    return {Elem{false, static_cast<int32_t>(g_.reps.size()) - 1, true}};
   }
+  const size_t before = g_.rules.size();
+  Seq out = write_out(g_, item, min, max, hint);
+  defined_.resize(g_.rules.size(), true);
+  size_t n = out.size();
+  for (size_t r = before; r < g_.rules.size(); ++r) n += 4;
+  count(n);
   return out;
 }
 
 Grammar GrammarBuilder::finish(int root) && {
-  const size_t n = g_.rules.size();
-  for (size_t r = 0; r < n; ++r)
+  for (size_t r = 0; r < g_.rules.size(); ++r)
     if (!defined_[r]) fail_as(ErrorCode::InvalidArgument, "grammar: rule '", g_.rules[r].name, "' is used but never defined");
+  // The matcher counts repetitions of items that consume at least one byte;
+  // a repetition of a nullable item is written out as plain rules.
+  {
+    std::vector<bool> null0(g_.rules.size(), false);
+    auto elem_null = [&](const Elem& e) {
+      return e.is_rep ? g_.reps[e.index].min == 0 || null0[g_.reps[e.index].item] : e.is_ref && null0[e.index];
+    };
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t r = 0; r < g_.rules.size(); ++r)
+        if (!null0[r])
+          for (auto& a : g_.rules[r].alts)
+            if (std::all_of(a.begin(), a.end(), elem_null)) {
+              null0[r] = changed = true;
+              break;
+            }
+    }
+    expand_some(g_, [&](const Repeat& rep) { return !null0[rep.item]; }, [&](size_t n) { count(n); });
+  }
+  const size_t n = g_.rules.size();
   // Productive rules (can derive some finite string); drop alternatives that
   // use anything else, so every live parse can always be completed.
   std::vector<bool> prod(n, false);
-  auto elem_ok = [&](const Elem& e) { return e.is_ref ? static_cast<bool>(prod[e.index]) : !g_.sets[e.index].empty(); };
+  auto elem_ok = [&](const Elem& e) {
+    if (e.is_rep) return g_.reps[e.index].min == 0 || prod[g_.reps[e.index].item];
+    return e.is_ref ? static_cast<bool>(prod[e.index]) : !g_.sets[e.index].empty();
+  };
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t r = 0; r < n; ++r) {
@@ -224,7 +300,9 @@ Grammar GrammarBuilder::finish(int root) && {
     for (size_t r = 0; r < n; ++r) {
       if (nullable[r]) continue;
       for (auto& a : g_.rules[r].alts)
-        if (std::all_of(a.begin(), a.end(), [&](const Elem& e) { return e.is_ref && nullable[e.index]; })) {
+        if (std::all_of(a.begin(), a.end(), [&](const Elem& e) {
+              return e.is_rep ? g_.reps[e.index].min == 0 : e.is_ref && nullable[e.index];
+            })) {
           nullable[r] = changed = true;
           break;
         }
@@ -242,6 +320,11 @@ Grammar GrammarBuilder::finish(int root) && {
   for (size_t r = 0; r < n; ++r)
     for (auto& a : g_.rules[r].alts)
       for (size_t i = 0; i < a.size(); ++i) {
+        if (a[i].is_rep) {  // calls its item, then comes back for the count: never a tail call
+          left[r].push_back({g_.reps[a[i].index].item, false});
+          if (g_.reps[a[i].index].min > 0) break;
+          continue;
+        }
         if (!a[i].is_ref) break;
         left[r].push_back({a[i].index, i + 1 == a.size()});
         if (!nullable[a[i].index]) break;

@@ -8,7 +8,10 @@
 // sequence of elements, each a set of bytes (one byte of input) or a
 // reference to a rule. Unicode character classes become sequences of byte
 // sets (UTF-8), so matching is purely byte by byte and multi-byte characters
-// may be split across tokens.
+// may be split across tokens. A counted repetition x{m,n} stays one element
+// (a Repeat: the matcher keeps the count on its stack, so "inside a string of
+// at most 60 characters, k so far" shares its mask work across k);
+// expand_repeats() turns it into plain rules (the reference form).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -36,8 +39,17 @@ struct ByteSet {
 
 struct Elem {
   bool is_ref = false;
-  int32_t index = 0;  // into Grammar::sets (bytes) or Grammar::rules (ref)
+  int32_t index = 0;  // into Grammar::sets (bytes), Grammar::rules (ref) or Grammar::reps (rep)
+  bool is_rep = false;
   bool operator==(const Elem&) const = default;
+};
+
+// item{min,max} of a rule that cannot match the empty string; max < 0 =
+// unbounded.
+struct Repeat {
+  int32_t item = 0;
+  int32_t min = 0, max = 0;
+  bool operator==(const Repeat&) const = default;
 };
 using Seq = std::vector<Elem>;
 using Alts = std::vector<Seq>;
@@ -50,8 +62,13 @@ struct Rule {
 struct Grammar {
   std::vector<Rule> rules;
   std::vector<ByteSet> sets;
+  std::vector<Repeat> reps;
   int root = 0;
 };
+
+// The same language with every Repeat written out as plain rules (m copies
+// of the item, then nested optionals or a right-recursive star).
+Grammar expand_repeats(Grammar g);
 
 // Inclusive code point range.
 using CpRange = std::pair<uint32_t, uint32_t>;

@@ -1,6 +1,8 @@
 #include "constrain/matcher.h"
 
 #include <algorithm>
+#include <cstring>
+#include <map>
 #include <unordered_map>
 
 #include "util/error.h"
@@ -11,6 +13,22 @@ namespace {
 constexpr int32_t kUnknown = -2, kDead = -1;
 constexpr int32_t kCut = -3;  // parent of a frame state's stack tops: the context below is unknown
 constexpr size_t kMaxStates = 1'000'000, kMaxNodes = 4'000'000, kMaxStacks = 4096;
+// Stack entries of counted repetitions in frame states: kRel | j inside the
+// repetition with j items more than the real count; kTag | j marks a parse
+// that left it after j more items (its return past the repetition is a
+// tagged escape).
+constexpr int32_t kRel = 1 << 17, kTag = 1 << 18, kCountMask = kRel - 1;
+// Frame::need of a token that cannot stay inside; below 128 so eight needs
+// compare at once in a word. Rooms of kFewItems or more use Frame::over.
+constexpr uint8_t kOut = 127;
+constexpr int32_t kFewItems = 16;
+// Bit k of the result: byte k of x < c (bytes of x and c below 128).
+inline uint32_t bytes_below(uint64_t x, uint8_t c) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
+  const uint64_t ge = ((x | kHigh) - c * kOnes) & kHigh;  // high bit: byte >= c
+  return static_cast<uint32_t>((((~ge & kHigh) >> 7) * 0x0102040810204080ull) >> 56);
+}
+constexpr int32_t kNone = INT32_MAX;
 // Sets the bits of the tokens that end at trie node i.
 void mark_tokens(const VocabIndex& v, int32_t i, std::vector<uint64_t>& m) {
   for (int32_t k = v.node_tok[i]; k < v.node_tok[i + 1]; ++k) {
@@ -18,19 +36,54 @@ void mark_tokens(const VocabIndex& v, int32_t i, std::vector<uint64_t>& m) {
     m[id >> 6] |= uint64_t{1} << (id & 63);
   }
 }
-uint64_t key(int32_t pos, int32_t parent) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent + 1);
+// pos < 2^22 (the element cap), parent + 3 < 2^23 (the node cap), cnt < 2^19.
+// Visits the trie nodes in [from, to) in preorder, each with the state after
+// it (stack[depth] holds the state above the first; step(i) is the state
+// after node i from its parent's); visit(i, state) false, or a dead state,
+// skips the node's subtree.
+template <class Step, class Visit>
+void walk_trie(const VocabIndex& v, std::vector<int32_t>& stack, int32_t from, int32_t to, Step&& step, Visit&& visit) {
+  for (int32_t i = from; i < to;) {
+    const int32_t t = step(i);
+    if (t < 0 || !visit(i, t)) {
+      i = v.node_skip[i];
+      continue;
+    }
+    stack[v.node_depth[i]] = t;
+    ++i;
+  }
+}
+uint64_t key(int32_t pos, int32_t parent, int32_t cnt) {
+  return static_cast<uint64_t>(pos) | (static_cast<uint64_t>(parent + 3) << 22) | (static_cast<uint64_t>(cnt) << 45);
 }
 }  // namespace
 
-CompiledGrammar::CompiledGrammar(Grammar g) : sets(std::move(g.sets)), root(g.root) {
+CompiledGrammar::CompiledGrammar(Grammar g)
+    : sets(std::move(g.sets)), reps(std::move(g.reps)), rep_base(-static_cast<int32_t>(g.rules.size()) - 1), root(g.root) {
   starts.resize(g.rules.size());
   for (size_t r = 0; r < g.rules.size(); ++r)
     for (auto& alt : g.rules[r].alts) {
       starts[r].push_back(static_cast<int32_t>(flat.size()));
-      for (auto& e : alt) flat.push_back(e.is_ref ? -(e.index + 1) : e.index);
+      for (auto& e : alt) flat.push_back(e.is_rep ? rep_base - e.index : e.is_ref ? -(e.index + 1) : e.index);
       flat.push_back(kEnd);
     }
+  std::map<std::vector<int64_t>, int32_t> first;
+  std::vector<int64_t> k;
+  for (int32_t p = 0; p < static_cast<int32_t>(flat.size()); ++p) {
+    if (!is_rep(flat[p])) continue;
+    k.assign(1, rep(flat[p]).item);
+    for (int32_t q = p + 1;; ++q) {
+      const int32_t e = flat[q];
+      if (is_rep(e)) {
+        const Repeat& r = rep(e);
+        k.insert(k.end(), {int64_t{INT32_MIN} - 1, r.item, r.min, r.max});
+      } else {
+        k.push_back(e);
+      }
+      if (e == kEnd) break;
+    }
+    rep_canon[p] = first.try_emplace(k, p).first->second;
+  }
 }
 
 size_t Matcher::KeyHash::operator()(const std::vector<int32_t>& k) const {
@@ -40,59 +93,88 @@ size_t Matcher::KeyHash::operator()(const std::vector<int32_t>& k) const {
 }
 
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> g, std::shared_ptr<const VocabIndex> vocab)
-    : g_(std::move(g)), v_(std::move(vocab)) {
-  std::vector<std::pair<int32_t, int32_t>> work;
-  for (int32_t s : g_->starts[g_->root]) work.emplace_back(s, -1);
+    : g_(std::move(g)), v_(std::move(vocab)), shared_(v_->frame_cache) {
+  std::vector<Item> work;
+  for (int32_t s : g_->starts[g_->root]) work.push_back({s, -1, 0});
   history_.push_back(close(work));
 }
 
-int32_t Matcher::intern_node(int32_t pos, int32_t parent) {
-  auto [it, fresh] = node_ids_.try_emplace(key(pos, parent), static_cast<int32_t>(nodes_.size()));
+int32_t Matcher::intern_node(int32_t pos, int32_t parent, int32_t cnt) {
+  auto [it, fresh] = node_ids_.try_emplace(key(pos, parent, cnt), static_cast<int32_t>(nodes_.size()));
   if (fresh) {
     if (nodes_.size() >= kMaxNodes)
       fail_as(ErrorCode::InvalidArgument, "constraint: the parser state grew past ", kMaxNodes,
               " stack entries (a grammar too ambiguous to follow)");
-    nodes_.emplace_back(pos, parent);
+    nodes_.push_back({pos, parent, cnt});
   }
   return it->second;
 }
 
-// Expands the (position, parent) pairs in `work` until every stack's top is
-// a byte set, and interns the resulting state (kDead when nothing is left).
-int32_t Matcher::close(std::vector<std::pair<int32_t, int32_t>>& work) {
+// Expands the (position, parent, count) items in `work` until every stack's
+// top is a byte set, and interns the resulting state (kDead when nothing is
+// left). At a counted repetition the count is that of the items finished.
+int32_t Matcher::close(std::vector<Item>& work) {
   seen_.clear();
+  seen_list_.clear();
   scratch_.clear();
+  tags_.clear();
   bool accept = false, escaped = false;
   const auto& flat = g_->flat;
   while (!work.empty()) {
-    auto [pos, parent] = work.back();
+    const Item it = work.back();
     work.pop_back();
-    if (!seen_.insert(key(pos, parent)).second) continue;
-    const int32_t e = flat[pos];
+    if (!first_visit(key(it.pos, it.parent, it.cnt))) continue;
+    const int32_t e = flat[it.pos];
     if (e == CompiledGrammar::kEnd) {
-      if (parent == kCut)
+      if (it.parent == kCut) {
         escaped = true;
-      else if (parent < 0)
+      } else if (it.parent < 0) {
         accept = true;
-      else
-        work.push_back(nodes_[parent]);
+      } else {
+        const Node& up = nodes_[it.parent];
+        if (up.cnt & kTag)
+          tags_.push_back(up.cnt & kCountMask);
+        else
+          work.push_back({up.pos, up.parent, up.cnt});
+      }
     } else if (e >= 0) {
-      scratch_.push_back(intern_node(pos, parent));
+      scratch_.push_back(intern_node(it.pos, it.parent));
       if (scratch_.size() > kMaxStacks)
         fail_as(ErrorCode::InvalidArgument, "constraint: more than ", kMaxStacks,
                 " parses alive at once (a grammar too ambiguous to follow; make its alternatives distinct)");
+    } else if (g_->is_rep(e)) {
+      const Repeat& rep = g_->rep(e);
+      if (it.cnt & kRel) {  // frame states: leave (tagged) or go on, counting relative to the real count
+        const int32_t j = it.cnt & kCountMask;
+        // No bound here: the frame may stand for repetitions of several
+        // bounds; each token needs at most its length in items.
+        work.push_back({it.pos + 1, intern_node(it.pos, kCut, kTag | j), 0});
+        const int32_t up = intern_node(it.pos, kCut, kRel | (j + 1));
+        for (int32_t s : g_->starts[rep.item]) work.push_back({s, up, 0});
+      } else {
+        const int32_t c = it.cnt;
+        if (c >= rep.min) work.push_back({it.pos + 1, it.parent, 0});
+        if (rep.max < 0 || c < rep.max) {
+          // Unbounded: the count stops at min, where it no longer matters.
+          const int32_t up = intern_node(it.pos, it.parent, rep.max < 0 ? std::min(c + 1, rep.min) : c + 1);
+          for (int32_t s : g_->starts[rep.item]) work.push_back({s, up, 0});
+        }
+      }
     } else {
-      const int32_t cont = pos + 1;
-      const int32_t np = flat[cont] == CompiledGrammar::kEnd ? parent : intern_node(cont, parent);
-      for (int32_t s : g_->starts[-(e + 1)]) work.emplace_back(s, np);
+      const int32_t cont = it.pos + 1;
+      const int32_t np = flat[cont] == CompiledGrammar::kEnd ? it.parent : intern_node(cont, it.parent);
+      for (int32_t s : g_->starts[-(e + 1)]) work.push_back({s, np, 0});
     }
   }
-  if (scratch_.empty() && !accept && !escaped) return kDead;
+  if (scratch_.empty() && !accept && !escaped && tags_.empty()) return kDead;
   std::sort(scratch_.begin(), scratch_.end());
   scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
+  std::sort(tags_.begin(), tags_.end());
+  tags_.erase(std::unique(tags_.begin(), tags_.end()), tags_.end());
   const size_t live = scratch_.size();
   if (accept) scratch_.push_back(INT32_MIN);
   if (escaped) scratch_.push_back(INT32_MIN + 1);
+  for (int32_t t : tags_) scratch_.push_back(INT32_MIN + 2 + t);
   auto [it, fresh] = state_ids_.try_emplace(scratch_, static_cast<int32_t>(states_.size()));
   if (fresh) {
     if (states_.size() >= kMaxStates)
@@ -100,12 +182,24 @@ int32_t Matcher::close(std::vector<std::pair<int32_t, int32_t>>& work) {
     State st;
     st.accept = accept;
     st.escaped = escaped;
+    st.esc_tags = tags_;
     st.nodes.assign(scratch_.begin(), scratch_.begin() + static_cast<std::ptrdiff_t>(live));
-    for (int32_t n : st.nodes) st.bytes |= g_->sets[flat[nodes_[n].first]];
+    for (int32_t n : st.nodes) st.bytes |= g_->sets[flat[nodes_[n].pos]];
     states_.push_back(std::move(st));
     trans_.resize(trans_.size() + 256, kUnknown);
   }
   return it->second;
+}
+
+// Most closures visit a handful of items: a list, then a hash set.
+bool Matcher::first_visit(uint64_t k) {
+  if (seen_list_.size() < 32) {
+    if (std::find(seen_list_.begin(), seen_list_.end(), k) != seen_list_.end()) return false;
+    seen_list_.push_back(k);
+    return true;
+  }
+  if (seen_.empty()) seen_.insert(seen_list_.begin(), seen_list_.end());
+  return seen_.insert(k).second;
 }
 
 int32_t Matcher::step(int32_t s, uint8_t b) {
@@ -113,12 +207,12 @@ int32_t Matcher::step(int32_t s, uint8_t b) {
   if (t != kUnknown) return t;
   int32_t next = kDead;
   if (states_[s].bytes.test(b)) {
-    std::vector<std::pair<int32_t, int32_t>> work;
+    work_.clear();
     for (int32_t n : states_[s].nodes) {
-      auto [pos, parent] = nodes_[n];
-      if (g_->sets[g_->flat[pos]].test(b)) work.emplace_back(pos + 1, parent);
+      const Node& nd = nodes_[n];
+      if (g_->sets[g_->flat[nd.pos]].test(b)) work_.push_back({nd.pos + 1, nd.parent, 0});
     }
-    next = close(work);
+    next = close(work_);
   }
   trans_[static_cast<size_t>(s) * 256 + b] = next;
   return next;
@@ -140,10 +234,12 @@ int32_t Matcher::trie_step(int32_t i) {
   return t == kUnknown ? step(from, b) : t;
 }
 
+
 void Matcher::make_room(size_t bytes) {
   if (cache_bytes_ == 0 || cache_bytes_ + bytes <= cache_limit_) return;
   masks_.clear();
   frames_.clear();
+  below_escapes_.clear();
   for (State& st : states_) st.mask = st.frame_info = -1;
   cache_bytes_ = 0;
   ++evictions_;
@@ -159,16 +255,16 @@ void Matcher::make_room(size_t bytes) {
 int32_t Matcher::frame_of(int32_t s) {
   if (states_[s].frame != kUnknown) return states_[s].frame;
   const auto& tops = states_[s].nodes;
-  std::vector<std::pair<int32_t, int32_t>> work;
+  std::vector<Item> work;
   // The shared entry: the first of the first stack's entries that lies on
   // every other stack.
   std::unordered_map<int32_t, int32_t> index;  // entry of stack 0 -> its depth
   int32_t d = 0;
-  for (int32_t x = tops.empty() ? -1 : tops[0]; x >= 0; x = nodes_[x].second) index.emplace(x, d++);
+  for (int32_t x = tops.empty() ? -1 : tops[0]; x >= 0; x = nodes_[x].parent) index.emplace(x, d++);
   int32_t shared = tops.empty() ? d : 0;
   for (size_t i = 1; i < tops.size() && shared < d; ++i) {
     int32_t x = tops[i];
-    while (x >= 0 && !index.count(x)) x = nodes_[x].second;
+    while (x >= 0 && !index.count(x)) x = nodes_[x].parent;
     shared = std::max(shared, x >= 0 ? index[x] : d);
   }
   int32_t common = -1;
@@ -179,7 +275,7 @@ int32_t Matcher::frame_of(int32_t s) {
   for (int32_t n : tops) {
     chain.clear();
     int32_t below = kCut;
-    for (int32_t x = n;; x = nodes_[x].second) {
+    for (int32_t x = n;; x = nodes_[x].parent) {
       if (x < 0) {  // the whole stack is kept
         below = -1;
         break;
@@ -187,11 +283,9 @@ int32_t Matcher::frame_of(int32_t s) {
       chain.push_back(x);
       if (common >= 0 ? x == common : chain.size() == 3) break;
     }
-    for (size_t i = chain.size(); i-- > 1;) below = intern_node(nodes_[chain[i]].first, below);
-    work.emplace_back(nodes_[chain[0]].first, below);
+    for (size_t i = chain.size(); i-- > 1;) below = intern_node(nodes_[chain[i]].pos, below, nodes_[chain[i]].cnt);
+    work.push_back({nodes_[chain[0]].pos, below, 0});
   }
-  std::sort(work.begin(), work.end());
-  work.erase(std::unique(work.begin(), work.end()), work.end());
   const int32_t f = work.empty() ? kDead : close(work);
   states_[s].frame = f;
   return f;
@@ -201,44 +295,270 @@ int32_t Matcher::frame_of(int32_t s) {
 // above the cut are decided here; a subtree where some parse returns below
 // the cut is recorded (its root) and skipped.
 const Matcher::Frame& Matcher::frame_info(int32_t f) {
+  Hash128 key;
+  bool shareable = false;
+  if (const Frame* hit = cached_frame(f, false, key, shareable)) return *hit;
+  Frame fr;
+  fr.decided.assign(v_->mask_words(), 0);
+  walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
+  walk_stack_[0] = f;
+  walk_trie(*v_, walk_stack_, 0, static_cast<int32_t>(v_->node_byte.size()), [&](int32_t i) { return trie_step(i); },
+            [&](int32_t i, int32_t t) {
+    if (states_[t].escaped) {
+      fr.undecided.push_back(i);
+      return false;
+    }
+    mark_tokens(*v_, i, fr.decided);
+    return true;
+  });
+  undecided_ += static_cast<int64_t>(fr.undecided.size());
+  return keep_frame(f, std::move(fr), key, shareable);
+}
+
+// A frame state's name in the vocabulary's cache: its stacks' names, sorted.
+bool Matcher::frame_key(int32_t f, bool counted, Hash128& key) {
+  constexpr size_t kBudget = 4096;  // grammar elements per stack (larger fragments are not shared)
+  std::vector<Hash128> stacks;
+  for (int32_t n : states_[f].nodes) {
+    FragmentHasher h(*g_, kBudget);
+    int32_t x = n;
+    for (; x >= 0; x = nodes_[x].parent) h.entry(nodes_[x].pos, nodes_[x].cnt, (nodes_[x].cnt & (kRel | kTag)) != 0);
+    stacks.push_back(h.finish(x));
+    if (!h.ok()) return false;
+  }
+  std::sort(stacks.begin(), stacks.end(), [](const Hash128& a, const Hash128& b) { return a.a != b.a ? a.a < b.a : a.b < b.b; });
+  const State& st = states_[f];
+  key = mix(mix(mix({}, counted ? 2u : 1u), st.accept ? 1u : 0u), st.escaped ? 1u : 0u);
+  for (int32_t t : st.esc_tags) key = mix(key, static_cast<uint64_t>(t));
+  key = mix(key, static_cast<uint64_t>(stacks.size()));
+  for (const Hash128& h : stacks) key = mix(key, h);
+  return true;
+}
+
+// The frame walk of f, from this matcher's cache or the vocabulary's; null
+// when it must be done (then `key`/`shareable` say how to share it).
+const Matcher::Frame* Matcher::cached_frame(int32_t f, bool counted, Hash128& key, bool& shareable) {
   ++frame_calls_;
   if (states_[f].frame_info >= 0) {
     ++frame_hits_;
-    return frames_[states_[f].frame_info];
+    return frames_[states_[f].frame_info].get();
   }
-  Frame fr;
-  fr.decided.assign(v_->mask_words(), 0);
-  const auto& byte = v_->node_byte;
-  const auto& depth = v_->node_depth;
-  const auto& skip = v_->node_skip;
-  const int32_t n = static_cast<int32_t>(byte.size());
-  walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
-  walk_stack_[0] = f;
-  for (int32_t i = 0; i < n;) {
-    const int32_t t = trie_step(i);
-    if (t < 0) {
-      i = skip[i];
-      continue;
-    }
-    if (states_[t].escaped) {
-      fr.undecided.push_back(i);
-      i = skip[i];
-      continue;
-    }
-    walk_stack_[depth[i]] = t;
-    mark_tokens(*v_, i, fr.decided);
-    ++i;
-  }
-  undecided_ += static_cast<int64_t>(fr.undecided.size());
-  cache_bytes_ += fr.decided.size() * sizeof(uint64_t) + fr.undecided.size() * sizeof(int32_t);
+  shareable = shared_ && frame_key(f, counted, key);
+  if (!shareable) return nullptr;
+  auto hit = shared_->find(key);
+  if (!hit) return nullptr;
+  ++frame_hits_;
+  ++shared_hits_;
   states_[f].frame_info = static_cast<int32_t>(frames_.size());
-  frames_.push_back(std::move(fr));
-  return frames_.back();
+  frames_.push_back(std::move(hit));
+  return frames_.back().get();
 }
 
+const Matcher::Frame& Matcher::keep_frame(int32_t f, Frame fr, const Hash128& key, bool shareable) {
+  auto p = std::make_shared<const Frame>(std::move(fr));
+  cache_bytes_ += p->bytes();
+  if (shareable) shared_->insert(key, p);
+  states_[f].frame_info = static_cast<int32_t>(frames_.size());
+  frames_.push_back(std::move(p));
+  return *frames_.back();
+}
+
+// The counted repetition nearest the top of any stack of real state s whose
+// count still matters (bounded, or below its minimum), and the split of s
+// around it. False when there is none.
+bool Matcher::counted_split(int32_t s, Split& out) {
+  const auto& tops = states_[s].nodes;
+  const auto& flat = g_->flat;
+  int32_t best = INT32_MAX;
+  for (int32_t n : tops) {
+    int32_t d = 1;
+    for (int32_t x = nodes_[n].parent; x >= 0 && d < best; x = nodes_[x].parent, ++d) {
+      const Node& nd = nodes_[x];
+      if (!g_->is_rep(flat[nd.pos])) continue;
+      const Repeat& rep = g_->rep(flat[nd.pos]);
+      if (rep.max >= 0 || nd.cnt < rep.min) {
+        out.rep_node = x;
+        best = d;
+        break;
+      }
+    }
+  }
+  if (out.rep_node < 0) return false;
+  const Node r = nodes_[out.rep_node];
+  std::vector<Item> inside, others;
+  std::vector<int32_t> chain;
+  for (int32_t n : tops) {
+    chain.clear();
+    int32_t x = n;
+    for (; x >= 0 && x != out.rep_node; x = nodes_[x].parent) chain.push_back(x);
+    if (x < 0) {
+      others.push_back({nodes_[n].pos, nodes_[n].parent, 0});
+      continue;
+    }
+    int32_t below = intern_node(g_->rep_canon.at(r.pos), kCut, kRel);
+    for (size_t i = chain.size(); i-- > 1;) below = intern_node(nodes_[chain[i]].pos, below, nodes_[chain[i]].cnt);
+    inside.push_back({nodes_[chain[0]].pos, below, 0});
+  }
+  out.frame = close(inside);
+  int32_t end = r.pos;  // the end of the alternative holding the repetition
+  while (flat[end] != CompiledGrammar::kEnd) ++end;
+  std::vector<Item> ret{{end, r.parent, 0}};
+  out.exit = close(ret);
+  out.other = others.empty() ? kDead : close(others);
+  return out.frame >= 0 && out.exit >= 0;
+}
+
+// For a state of a frame cut below a counted repetition: the room in items
+// a token ending here needs to be accepted from inside it or by leaving it
+// next to that (State::need), and the relative counts of the other ways out
+// (State::apart), each with its own bounds.
+void Matcher::rel_info(int32_t t) {
+  State& st = states_[t];
+  if (st.need != -2) return;
+  int32_t jin = kNone;
+  std::vector<int32_t> tags = st.esc_tags;
+  for (int32_t n : st.nodes) {
+    int32_t x = n;
+    while (nodes_[x].parent >= 0) x = nodes_[x].parent;
+    const int32_t c = nodes_[x].cnt;
+    if (c & kRel)
+      jin = std::min(jin, c & kCountMask);
+    else if (c & kTag)
+      tags.push_back(c & kCountMask);
+  }
+  std::sort(tags.rbegin(), tags.rend());
+  tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
+  // Leaving after j items, next to staying inside with j + 1, widens the
+  // room needed to j: the two conditions on the real count join up.
+  for (int32_t j : tags) {
+    if (jin != kNone && j >= jin - 1)
+      jin = std::min(jin, j);
+    else
+      st.apart.push_back(j);
+  }
+  st.need = jin == kNone ? -1 : jin;
+}
+
+// One pass over the trie from a frame cut below a counted repetition (see
+// Frame). Escapes do not end the walk: the parses still inside go on.
+const Matcher::Frame& Matcher::counted_frame_info(int32_t f) {
+  Hash128 key;
+  bool shareable = false;
+  if (const Frame* hit = cached_frame(f, true, key, shareable)) return *hit;
+  Frame fr;
+  fr.need.assign(v_->mask_words() * 64, kOut);
+  fr.decided.assign(v_->mask_words(), 0);
+  walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
+  walk_stack_[0] = f;
+  walk_trie(*v_, walk_stack_, 0, static_cast<int32_t>(v_->node_byte.size()), [&](int32_t i) { return trie_step(i); },
+            [&](int32_t i, int32_t t) {
+    for (int32_t j : states_[t].esc_tags) fr.escapes.emplace_back(i, j);
+    if (v_->node_tok[i] < v_->node_tok[i + 1]) {
+      rel_info(t);
+      const State& st = states_[t];
+      const int32_t need = st.need < 0 ? kNone : st.need;
+      const int32_t apart_from = static_cast<int32_t>(fr.tagged.size());
+      for (int32_t j : st.apart) fr.tagged.emplace_back(-1, j);
+      const int32_t apart_to = static_cast<int32_t>(fr.tagged.size());
+      for (int32_t k = v_->node_tok[i]; k < v_->node_tok[i + 1]; ++k) {
+        const int32_t id = v_->tok_ids[k];
+        if (need != kNone) {
+          fr.decided[id >> 6] |= uint64_t{1} << (id & 63);
+          fr.need[id] = static_cast<uint8_t>(std::min<int32_t>(need, kOut));
+          if (need >= kFewItems) fr.over.emplace_back(need, id);
+        }
+        for (int32_t a = apart_from; a < apart_to; ++a) {
+          if (fr.tagged[a].first < 0)
+            fr.tagged[a].first = id;
+          else
+            fr.tagged.emplace_back(id, fr.tagged[a].second);
+        }
+      }
+    }
+    return true;
+  });
+  std::sort(fr.escapes.begin(), fr.escapes.end());
+  std::sort(fr.over.rbegin(), fr.over.rend());
+  return keep_frame(f, std::move(fr), key, shareable);
+}
+
+// The tokens accepted below the escapes of counted frame `frame` (not at the
+// escape nodes themselves) when the real state past the repetition is
+// `exit`, each with the relative count of its escape; cached per pair.
+const std::vector<std::pair<int32_t, int32_t>>& Matcher::below_escapes(int32_t frame, const Frame& fr, int32_t exit) {
+  const uint64_t k = (static_cast<uint64_t>(frame) << 32) | static_cast<uint32_t>(exit);
+  auto it = below_escapes_.find(k);
+  if (it != below_escapes_.end()) return it->second;
+  std::vector<std::pair<int32_t, int32_t>> out;
+  walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
+  for (size_t e = 0; e < fr.escapes.size();) {
+    const int32_t node = fr.escapes[e].first;
+    size_t end = e;
+    while (end < fr.escapes.size() && fr.escapes[end].first == node) ++end;
+    walk_stack_[v_->node_depth[node]] = exit;
+    walk_trie(*v_, walk_stack_, node + 1, v_->node_skip[node], [&](int32_t i) { return trie_step(i); },
+              [&](int32_t i, int32_t) {
+                for (int32_t t = v_->node_tok[i]; t < v_->node_tok[i + 1]; ++t)
+                  for (size_t x = e; x < end; ++x) out.emplace_back(fr.escapes[x].second, v_->tok_ids[t]);
+                return true;
+              });
+    e = end;
+  }
+  cache_bytes_ += out.size() * 2 * sizeof(int32_t);
+  return below_escapes_.emplace(k, std::move(out)).first->second;
+}
+
+
 // The frame's decided tokens, plus a walk with the real stacks that visits
-// only the undecided subtrees and the trie nodes above them.
+// only the undecided subtrees and the trie nodes above them. Inside a counted
+// repetition: the other stacks' mask, the counted frame's tokens within the
+// real bounds, and walks with the real context below its escapes.
 void Matcher::compute_mask(int32_t s) {
+  Split split;
+  if (counted_split(s, split)) {
+    std::vector<uint64_t> m(v_->mask_words(), 0);
+    if (split.other >= 0) {
+      if (states_[split.other].mask < 0) compute_mask(split.other);
+      m = masks_[states_[split.other].mask];
+    }
+    make_room(v_->mask_words() * sizeof(uint64_t) + static_cast<size_t>(v_->vocab_size));
+    const Frame& fr = counted_frame_info(split.frame);
+    const Node& r = nodes_[split.rep_node];
+    const Repeat& rep = g_->rep(g_->flat[r.pos]);
+    const int32_t room = rep.max < 0 ? kNone : rep.max - r.cnt;  // items the real count still allows
+    const int32_t least = rep.min - r.cnt;                       // items it needs before leaving
+    if (room >= kFewItems) {  // all but the few tokens needing more room than that
+      const bool clears = !fr.over.empty() && fr.over[0].first > room;
+      const std::vector<uint64_t> other = clears && split.other >= 0 ? m : std::vector<uint64_t>();
+      for (size_t w = 0; w < m.size(); ++w) m[w] |= fr.decided[w];
+      for (auto [j, id] : fr.over) {  // keeps the bits the other stacks set
+        if (j <= room) break;
+        m[id >> 6] &= ~(uint64_t{1} << (id & 63)) | (other.empty() ? 0 : other[id >> 6]);
+      }
+    } else {  // near the bound: compare every token's need, eight at a time
+      const auto below = static_cast<uint8_t>(room + 1);
+      const uint8_t* need = fr.need.data();  // padded to whole words with kOut
+      for (size_t w = 0; w < m.size(); ++w) {
+        uint64_t bits = 0;
+        for (int b = 0; b < 8; ++b) {
+          uint64_t x;
+          std::memcpy(&x, need + w * 64 + b * 8, 8);
+          bits |= static_cast<uint64_t>(bytes_below(x, below)) << (b * 8);
+        }
+        m[w] |= bits;
+      }
+    }
+    for (auto [id, j] : fr.tagged)
+      if (j >= least && j <= room) m[id >> 6] |= uint64_t{1} << (id & 63);
+    for (auto [j, id] : below_escapes(split.frame, fr, split.exit))
+      if (j >= least && j <= room) m[id >> 6] |= uint64_t{1} << (id & 63);
+    if (states_[s].accept)
+      for (int32_t e : v_->eos_ids) m[e >> 6] |= uint64_t{1} << (e & 63);
+    cache_bytes_ += m.size() * sizeof(uint64_t);
+    states_[s].mask = static_cast<int32_t>(masks_.size());
+    masks_.push_back(std::move(m));
+    return;
+  }
   make_room(2 * v_->mask_words() * sizeof(uint64_t));
   std::vector<uint64_t> m;
   const int32_t f = frame_of(s);
@@ -332,7 +652,7 @@ bool Matcher::can_continue() const { return !states_[history_.back()].bytes.empt
 
 Matcher::Stats Matcher::stats() const {
   return {mask_calls_, mask_hits_, static_cast<int64_t>(states_.size()), static_cast<int64_t>(nodes_.size()),
-          frame_calls_, frame_hits_, evictions_, undecided_};
+          frame_calls_, frame_hits_, evictions_, undecided_, shared_hits_};
 }
 
 }  // namespace pocket::constrain

@@ -23,6 +23,15 @@
 // - The mask of a full state: its frame mask plus a walk with the real
 //   stacks over the undecided subtrees only (and their ancestors), usually a
 //   few hundred trie nodes instead of the whole vocabulary.
+// - Counted repetitions (a string of at most 60 characters, x{3,8}) keep
+//   their count in a stack entry. A state inside one is split: the stacks
+//   through the innermost counted entry get a frame cut right below it with
+//   the count made relative (so every count shares one frame walk), and the
+//   frame records per token how many more items it uses, which tokens leave
+//   the repetition with how many, and the trie nodes where a parse returns
+//   past it. The real count then picks the tokens within bounds, and only the
+//   subtrees after such returns are walked with the real context. The other
+//   stacks are a smaller state whose mask is ORed in.
 // Cached masks are dropped, all at once, when they would pass the byte cap
 // (set_cache_limit); masks are recomputed the same afterwards.
 //
@@ -37,6 +46,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "constrain/frame_cache.h"
 #include "constrain/grammar.h"
 #include "constrain/vocab_index.h"
 
@@ -48,11 +58,20 @@ class CompiledGrammar {
   explicit CompiledGrammar(Grammar g);
   static constexpr int32_t kEnd = INT32_MIN;
   // Element at a position: >= 0 a byte set, kEnd the end of an alternative,
-  // otherwise a reference to rule -(e + 1).
+  // a counted repetition reps[rep_base - e] when e <= rep_base, otherwise a
+  // reference to rule -(e + 1).
   std::vector<int32_t> flat;
   std::vector<std::vector<int32_t>> starts;  // per rule, the first position of each alternative
   std::vector<ByteSet> sets;
+  std::vector<Repeat> reps;
+  int32_t rep_base = -1;
+  // Per position of a counted repetition, the first position of one with the
+  // same item and the same rest of its alternative: frames cut below either
+  // are the same (the bounds are applied from the real count).
+  std::unordered_map<int32_t, int32_t> rep_canon;
   int root = 0;
+  bool is_rep(int32_t e) const { return e != kEnd && e <= rep_base; }
+  const Repeat& rep(int32_t e) const { return reps[static_cast<size_t>(rep_base - e)]; }
 };
 
 class Matcher {
@@ -83,36 +102,58 @@ class Matcher {
     int64_t masks = 0, mask_hits = 0, states = 0, nodes = 0;
     int64_t frame_masks = 0, frame_hits = 0, evictions = 0;
     int64_t undecided = 0;  // undecided subtrees found by frame walks
+    int64_t shared_hits = 0;  // frame walks found in the vocabulary's cache
   };
   Stats stats() const;
 
  private:
+  struct Node {
+    int32_t pos, parent;
+    int32_t cnt;  // counted repetitions: items so far, or kRel/kTag | relative count (frame states)
+  };
+  struct Item {
+    int32_t pos, parent, cnt;
+  };
   struct State {
     std::vector<int32_t> nodes;
     bool accept = false;
     bool escaped = false;  // a parse returned below the cut (frame states only)
+    std::vector<int32_t> esc_tags;   // relative counts of parses that returned past a relative repetition
+    int32_t need = -2;               // see rel_info (-2 unknown, -1 none)
+    std::vector<int32_t> apart;
     ByteSet bytes;
     int32_t mask = -1;   // index into masks_
     int32_t frame = -2;  // the state cut below its stack tops (-2 unknown, -1 none)
     int32_t frame_info = -1;  // index into frames_ (frame states only)
   };
-  struct Frame {
-    std::vector<uint64_t> decided;  // tokens accepted inside the frame
-    std::vector<int32_t> undecided; // trie nodes (preorder) whose subtrees need the real stacks
+  using Frame = FrameMasks;
+  struct Split {  // a state inside a counted repetition
+    int32_t rep_node = -1;  // the innermost counted entry on the first stack
+    int32_t frame = -1;     // its stacks with the count made relative, cut below it
+    int32_t exit = -1;      // the real state after returning past it
+    int32_t other = -1;     // the state of the stacks that do not pass through it
   };
   int32_t step(int32_t s, uint8_t b);
   int32_t walk(int32_t s, std::string_view bytes);
-  int32_t intern_node(int32_t pos, int32_t parent);
-  int32_t close(std::vector<std::pair<int32_t, int32_t>>& work);
+  int32_t intern_node(int32_t pos, int32_t parent, int32_t cnt = 0);
+  int32_t close(std::vector<Item>& work);
+  bool first_visit(uint64_t k);
   void compute_mask(int32_t s);
+  bool counted_split(int32_t s, Split& out);
+  void rel_info(int32_t t);
   int32_t frame_of(int32_t s);
   const Frame& frame_info(int32_t f);
+  const Frame& counted_frame_info(int32_t f);
+  bool frame_key(int32_t f, bool counted, Hash128& key);
+  const Frame* cached_frame(int32_t f, bool counted, Hash128& key, bool& shareable);
+  const Frame& keep_frame(int32_t f, Frame fr, const Hash128& key, bool shareable);
+  const std::vector<std::pair<int32_t, int32_t>>& below_escapes(int32_t frame, const Frame& fr, int32_t exit);
   void make_room(size_t bytes);
   int32_t trie_step(int32_t node);
 
   std::shared_ptr<const CompiledGrammar> g_;
   std::shared_ptr<const VocabIndex> v_;
-  std::vector<std::pair<int32_t, int32_t>> nodes_;  // (position, parent node or -1)
+  std::vector<Node> nodes_;
   std::unordered_map<uint64_t, int32_t> node_ids_;
   std::vector<State> states_;
   struct KeyHash {
@@ -121,13 +162,20 @@ class Matcher {
   std::unordered_map<std::vector<int32_t>, int32_t, KeyHash> state_ids_;
   std::vector<int32_t> trans_;  // states_ x 256, -2 unknown, -1 dead
   std::vector<std::vector<uint64_t>> masks_;
-  std::vector<Frame> frames_;
+  std::vector<std::shared_ptr<const Frame>> frames_;
+  // Per (counted frame, real state past its repetition): (j, token) for the
+  // tokens accepted below the frame's escapes, so each count of one
+  // repetition walks them once.
+  std::unordered_map<uint64_t, std::vector<std::pair<int32_t, int32_t>>> below_escapes_;
+  std::shared_ptr<FrameCache> shared_;  // the vocabulary's frames (null: none)
   size_t cache_bytes_ = 0, cache_limit_ = size_t{256} << 20;
   std::vector<int32_t> walk_stack_;
   std::vector<int32_t> history_;  // state after each advance; [0] = start
   std::unordered_set<uint64_t> seen_;
-  std::vector<int32_t> scratch_;
-  int64_t mask_calls_ = 0, mask_hits_ = 0, frame_calls_ = 0, frame_hits_ = 0, evictions_ = 0, undecided_ = 0;
+  std::vector<int32_t> scratch_, tags_;
+  std::vector<uint64_t> seen_list_;
+  std::vector<Item> work_;
+  int64_t mask_calls_ = 0, mask_hits_ = 0, frame_calls_ = 0, frame_hits_ = 0, evictions_ = 0, undecided_ = 0, shared_hits_ = 0;
 };
 
 }  // namespace pocket::constrain

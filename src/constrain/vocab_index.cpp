@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "constrain/frame_cache.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -27,6 +28,7 @@ std::shared_ptr<const VocabIndex> VocabIndex::build(const Tokenizer& tok) {
 std::shared_ptr<const VocabIndex> VocabIndex::build(std::vector<std::string> bytes, std::vector<uint8_t> excluded,
                                                     std::vector<int32_t> eos_ids) {
   auto v = std::make_shared<VocabIndex>();
+  v->frame_cache = std::make_shared<FrameCache>();
   const int32_t n = static_cast<int32_t>(bytes.size());
   v->vocab_size = n;
   excluded.resize(n, 0);

@@ -15,6 +15,8 @@ class Tokenizer;
 
 namespace pocket::constrain {
 
+class FrameCache;
+
 struct VocabIndex {
   int32_t vocab_size = 0;
   std::vector<int32_t> eos_ids;
@@ -27,6 +29,8 @@ struct VocabIndex {
   std::vector<int32_t> node_tok;     // tokens ending at node i: tok_ids[node_tok[i] .. node_tok[i+1])
   std::vector<int32_t> tok_ids;
   int max_depth = 0;
+  // Frame walks shared by every matcher on this vocabulary (frame_cache.h).
+  std::shared_ptr<FrameCache> frame_cache;
 
   // From a tokenizer: token_bytes of every id, control tokens excluded.
   static std::shared_ptr<const VocabIndex> build(const Tokenizer& tok);

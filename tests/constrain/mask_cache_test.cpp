@@ -82,7 +82,10 @@ TEST(ConstrainMaskCache, NestedGrammarsCutFramesAndMatchTheReference) {
       check_caches(g, v, rng, 14, text);
       if (HasFatalFailure()) return;
     }
-    Matcher m(g, v);
+    // A vocabulary with a cold frame cache (the same tokens), so this
+    // matcher walks its frames itself.
+    auto cold = VocabIndex::build(v->bytes, v->excluded, v->eos_ids);
+    Matcher m(g, cold);
     for (int i = 0; i < 10; ++i) {
       auto mask = m.mask();
       int32_t pick = -1;
@@ -114,6 +117,37 @@ TEST(ConstrainMaskCache, OneStringFrameIsSharedAcrossObjects) {
   EXPECT_GT(m.stats().frame_hits, frames_before) << "the inner string did not share the outer string's frame";
   for (int seed = 0; seed < 6; ++seed) {
     check_caches(c->grammar, base, rng, 20, "schema");
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(ConstrainMaskCache, FrameWalksAreSharedAcrossGrammarsOfOneVocabulary) {
+  // Two schemas on one vocabulary: the second finds string frames (counted
+  // and not) in the vocabulary's cache, named by structure, not rule
+  // numbers. Its masks along a walk equal the reference and those of the
+  // same schema on an identical vocabulary with a cold cache.
+  const std::vector<std::string> units = {"{", "}", "\"", "a", "b", ":", ",", "\\", "\xE4\xB8\xAD", "1"};
+  std::mt19937 r1(5), r2(5), rng(6);
+  auto shared = test_vocab(units, 200, r1), cold = test_vocab(units, 200, r2);
+  ConstraintSpec a, b;
+  a.kind = b.kind = ConstraintSpec::Kind::JsonSchema;
+  a.text = R"({"type":"object","properties":{"x":{"type":"string","maxLength":4},"y":{"type":"string"},"n":{"type":"integer"}},"required":["x","y","n"],"additionalProperties":false})";
+  b.text = R"({"type":"object","properties":{"k":{"type":"integer"},"t":{"type":"string","minLength":2,"maxLength":7},"u":{"type":"string"}},"required":["t","k","u"],"additionalProperties":false})";
+  auto ca = compile_constraint(a, shared);
+  auto ma = ca->matcher();
+  ASSERT_TRUE(ma.advance_bytes(R"({"x":"ab","y":"b","n":1})"));
+  Matcher warm = compile_constraint(b, shared)->matcher();
+  Matcher fresh = compile_constraint(b, cold)->matcher();
+  for (const char* part : {"{\"k\":1", ",\"t\":\"", "a", "b\xE4", "\xB8\xAD", "ab", "a", "\",\"u\":\"", "b", "\"}"}) {
+    ASSERT_EQ(copy(warm.mask()), copy(fresh.mask())) << "after " << warm.advances() << " parts";
+    expect_reference(warm, *shared, "warm");
+    if (HasFatalFailure()) return;
+    ASSERT_TRUE(warm.advance_bytes(part)) << part;
+    ASSERT_TRUE(fresh.advance_bytes(part)) << part;
+  }
+  EXPECT_GT(warm.stats().shared_hits, 0) << "no frame came from the vocabulary's cache";
+  for (int seed = 0; seed < 4; ++seed) {
+    check_caches(compile_constraint(b, shared)->grammar, shared, rng, 24, "schema b");
     if (HasFatalFailure()) return;
   }
 }

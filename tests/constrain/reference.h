@@ -15,7 +15,8 @@ namespace pocket::constrain::test {
 
 class Earley {
  public:
-  explicit Earley(const Grammar& g) : g_(g), nullable_(g.rules.size(), false) {
+  explicit Earley(const Grammar& grammar) : g_(expand_repeats(grammar)), nullable_(g_.rules.size(), false) {
+    const Grammar& g = g_;
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t r = 0; r < g.rules.size(); ++r) {
@@ -76,7 +77,7 @@ class Earley {
   }
 
  private:
-  const Grammar& g_;
+  Grammar g_;
   std::vector<bool> nullable_;
 };
 

@@ -1,0 +1,88 @@
+// Frame masks shared across matchers and grammars of one vocabulary.
+//
+// A frame (see matcher.h) is a parse state cut below some stack entry: its
+// trie walk depends only on the grammar fragment above the cut, so every
+// JSON string, number or counted string of every schema compiled for a
+// vocabulary has the same walk. This file owns the walk's result
+// (FrameMasks), the names of grammar fragments independent of rule
+// numbering (FragmentHasher), and the per-vocabulary cache from those names
+// to results. Names are 128-bit hashes of a full serialization of the
+// fragment: two fragments get the same name only when they are structurally
+// equal (or on a hash collision, about 2^-128 per pair).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "constrain/grammar.h"
+
+namespace pocket::constrain {
+
+// The result of one frame walk over the vocabulary trie.
+struct FrameMasks {
+  std::vector<uint64_t> decided;   // tokens accepted inside the frame
+  std::vector<int32_t> undecided;  // trie nodes (preorder) whose subtrees need the real stacks
+  // Frames cut below a counted repetition (relative count j): decided =
+  // tokens that can stay inside it, need[t] = the items of room token t
+  // needs for that (capped), over = (need, token) for needs of 16 or more,
+  // most first; tagged = (token, j) accepted by leaving the repetition after
+  // j more items; escapes = (trie node, j) where a parse returns past it.
+  std::vector<uint8_t> need;
+  std::vector<std::pair<int32_t, int32_t>> over, tagged, escapes;
+  size_t bytes() const;
+};
+
+struct Hash128 {
+  uint64_t a = 0, b = 0;
+  bool operator==(const Hash128&) const = default;
+};
+struct Hash128Hasher {
+  size_t operator()(const Hash128& h) const { return static_cast<size_t>(h.a ^ (h.b * 0x9E3779B97F4A7C15ull)); }
+};
+// Folds x into h (two independent 64-bit lanes).
+Hash128 mix(Hash128 h, uint64_t x);
+Hash128 mix(Hash128 h, const Hash128& x);
+
+class CompiledGrammar;
+
+// The name of one parse stack of a frame, from its top down to its bottom:
+// each entry's count and the rest of its alternative, then every rule those
+// reach, numbered in the order met (so the name does not depend on how a
+// grammar numbers its rules). Gives up (ok() false) past `budget` elements.
+class FragmentHasher {
+ public:
+  FragmentHasher(const CompiledGrammar& g, size_t budget) : g_(g), budget_(budget) {}
+  // An entry at `pos` with count `cnt`; `relative`: a counted repetition
+  // whose count is relative (its bounds are not part of the name).
+  void entry(int32_t pos, int32_t cnt, bool relative);
+  Hash128 finish(int32_t bottom);
+  bool ok() const { return spent_ <= budget_; }
+
+ private:
+  void tail(int32_t p);
+  void elem(int32_t e);
+  uint64_t rule_number(int32_t r);
+  const CompiledGrammar& g_;
+  size_t budget_, spent_ = 0;
+  Hash128 h_{};
+  std::unordered_map<int32_t, int32_t> number_;
+  std::vector<int32_t> queue_;
+};
+
+// Thread-safe; dropped all at once past its byte cap.
+class FrameCache {
+ public:
+  std::shared_ptr<const FrameMasks> find(const Hash128& key);
+  void insert(const Hash128& key, std::shared_ptr<const FrameMasks> masks);
+  void set_limit(size_t bytes);
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<Hash128, std::shared_ptr<const FrameMasks>, Hash128Hasher> map_;
+  size_t bytes_ = 0, limit_ = size_t{256} << 20;
+};
+
+}  // namespace pocket::constrain
