@@ -72,7 +72,11 @@ TEST(PrefixCache, CopyOnWriteSessionsStayIndependent) {
     return p;
   };
   const auto a = prompt(" liked to play"), b = prompt(" had a big red ball");
-  for (KVType kv : {KVType::F16, KVType::Q8, KVType::Q4}) {
+  // Under qemu (soft-float, minutes per model pass) f16 only: the sharing
+  // does not depend on the row format, and q8/q4 run natively.
+  std::vector<KVType> kinds = {KVType::F16, KVType::Q8, KVType::Q4};
+  if (test::emulated()) kinds.resize(1);
+  for (KVType kv : kinds) {
     SCOPED_TRACE(kv_type_name(kv));
     auto expect = [&](const std::vector<int32_t>& p) {
       Session fresh(m.model, m.tokenizer, 96, 1, 0, kv);
