@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cli_common.h"
+#include "memory_flags.h"
 #include "server/scheduler.h"
 #include "util/error.h"
 #ifdef POCKET_HAVE_HTTP
@@ -50,19 +51,11 @@ int serve(ServeOptions o) {
   // Under a budget every slot's KV cache and scratch must fit beside the
   // weights: the plan covers `parallel` sessions and chooses the context
   // (and the KV type, without --kv) per slot.
-  MemoryRequest budget;
-  budget.budget_mb = o.mem_budget_mb;
-  budget.context = o.model.context;
-  budget.threads = o.model.resolve_threads();
-  budget.kv = o.model.kv_type();
-  budget.choose_kv = !o.model.kv_given();
-  budget.sessions = o.parallel;
-  LoadedModel m = o.model.load(&path, o.mem_budget_mb > 0 ? &budget : nullptr);
+  LoadedModel m = o.mem_budget_mb > 0 ? load_planned(o.model, o.mem_budget_mb, 0, o.parallel, &path) : o.model.load(&path);
   server::SchedulerOptions so;
   so.slots = o.parallel;
   so.ctx_size = m.plan ? m.plan->context : o.model.resolve_context(m.model->config());
   so.kv = m.plan ? m.plan->kv_type : o.model.kv_type();
-  if (m.plan) std::fprintf(stderr, "pocket: memory plan: %s\n", m.plan->describe().c_str());
   so.threads = o.model.resolve_threads();
   so.queue_limit = o.queue;
   so.batched = !o.no_batch;

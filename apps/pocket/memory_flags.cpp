@@ -16,10 +16,7 @@ void MemoryFlags::add_to(CLI::App& app) {
       ->check(CLI::Range(1, Model::kMaxBatch));
 }
 
-LoadedModel MemoryFlags::load(const ModelOptions& model) const {
-  if (!given()) return model.load();
-  baseline_mb_ = bench::rss_mb("VmRSS");
-  bench::reset_peak_rss();
+LoadedModel load_planned(const ModelOptions& model, int budget_mb, int batch, int sessions, std::string* path_out) {
   MemoryRequest r;
   r.budget_mb = budget_mb;
   r.context = model.context;
@@ -27,7 +24,8 @@ LoadedModel MemoryFlags::load(const ModelOptions& model) const {
   r.threads = model.resolve_threads();
   r.kv = model.kv_type();
   r.choose_kv = !model.kv_given();
-  LoadedModel m = model.load(nullptr, &r);
+  r.sessions = sessions;
+  LoadedModel m = model.load(path_out, &r);
   std::fprintf(stderr, "pocket: memory plan: %s\n", m.plan->describe().c_str());
   if (m.plan->context_chosen)
     std::fprintf(stderr, "pocket: note: context %d tokens chosen to fit the memory budget\n", m.plan->context);
@@ -35,6 +33,13 @@ LoadedModel MemoryFlags::load(const ModelOptions& model) const {
     std::fprintf(stderr, "pocket: note: %s KV cache chosen to fit the memory budget (--kv f16 to keep full precision)\n",
                  kv_type_name(m.plan->kv_type));
   return m;
+}
+
+LoadedModel MemoryFlags::load(const ModelOptions& model) const {
+  if (!given()) return model.load();
+  baseline_mb_ = bench::rss_mb("VmRSS");
+  bench::reset_peak_rss();
+  return load_planned(model, budget_mb, batch);
 }
 
 std::unique_ptr<Session> MemoryFlags::session(const LoadedModel& m, const ModelOptions& model) const {

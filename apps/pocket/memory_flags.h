@@ -10,6 +10,13 @@
 
 namespace pocket::cli {
 
+// Loads `model` under a budget of `budget_mb` MiB for `sessions` sessions
+// (the request's context, threads and KV type from the model options; the
+// KV type is the plan's to choose when --kv was not given) and prints the
+// plan and what it chose on stderr. Used by run/chat (MemoryFlags) and serve.
+LoadedModel load_planned(const ModelOptions& model, int budget_mb, int batch = 0, int sessions = 1,
+                         std::string* path_out = nullptr);
+
 struct MemoryFlags {
   int budget_mb = 0;  // 0 = none
   int batch = 0;      // prompt tokens per forward pass; 0 = Model::kMaxBatch

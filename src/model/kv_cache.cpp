@@ -182,10 +182,10 @@ std::shared_ptr<const KVImage> KVCache::image() const {
     img->stored_ += n;
     return true;
   };
+  if (n_past_ == 0) return img;
   for (int l = 0; l < n_layers(); ++l)
     for (int kv = 0; kv < 2; ++kv)
       for (int h = 0; h < n_kv_heads_; ++h) {
-        if (n_past_ == 0) continue;
         if (!put(row(l, kv, h, 0), static_cast<size_t>(n_past_) * row_bytes())) return nullptr;
         if (scales_ && !put(row_scale(l, kv, h, 0), static_cast<size_t>(n_past_) * sizeof(float))) return nullptr;
       }
