@@ -30,8 +30,11 @@ cmake -S "$src/examples/c" -B "$tmp/example" -DCMAKE_PREFIX_PATH="$tmp/prefix" -
   { cat "$tmp/configure.log"; exit 1; }
 cmake --build "$tmp/example" >"$tmp/build.log" || { cat "$tmp/build.log"; exit 1; }
 # The executable finds libpocket.so.N through its run path and needs nothing else of Pocket's.
-ldd "$tmp/example/pocket_example" | grep -q "$so => $tmp/prefix/lib/" ||
-  { echo "pocket_example does not load $so from the prefix:"; ldd "$tmp/example/pocket_example"; exit 1; }
+# (ldd's output is read whole first: `ldd | grep -q` under pipefail fails at random when
+# grep exits on the first match and ldd dies of SIGPIPE writing the rest.)
+libs="$(ldd "$tmp/example/pocket_example")"
+grep -q "$so => $tmp/prefix/lib/" <<<"$libs" ||
+  { echo "pocket_example does not load $so from the prefix:"; echo "$libs"; exit 1; }
 check_run cmake "$tmp/example/pocket_example"
 
 # pkg-config (the .pc finds its prefix from where it lies).
