@@ -90,6 +90,7 @@ inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(
 inline __m256 load8(const int8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 // 8 elements of a q4 row (one nibble side of 8 bytes), as code - 8.
 inline __m256 load8(Q4Ptr p) {
   __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p.bytes())));
@@ -101,6 +102,10 @@ inline __m256 load8(Q4Ptr p) {
 struct AttentionOpsAvx2 {
   static constexpr int kLanes = 8;
   static void softmax(float* x, int n) { softmax_avx2(x, n); }
+  template <class P>
+  static void widen(P p, int n, float* out) {
+    for (int i = 0; i < n; i += 8) _mm256_store_ps(out + i, load8(p + i));
+  }
 
   // s_j[t0 + t] = scale * q_j . K[t] for t in [0, n_t), for NQ (1 or 2) queries
   // at once. Four positions per step: each K chunk converted feeds 4 * NQ

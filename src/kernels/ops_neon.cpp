@@ -193,6 +193,8 @@ inline float32x4_t load4(const int8_t* p) {
   return vcvtq_f32_s32(vmovl_s16(vget_low_s16(h)));
 }
 
+inline float32x4_t load4(const float* p) { return vld1q_f32(p); }
+
 // 4 elements of a q4 row (one nibble side of 4 bytes), as code - 8.
 inline float32x4_t load4(Q4Ptr p) {
   uint32_t w;
@@ -207,6 +209,10 @@ inline float32x4_t load4(Q4Ptr p) {
 struct AttentionOpsNeon {
   static constexpr int kLanes = 4;
   static void softmax(float* x, int n) { softmax_neon(x, n); }
+  template <class P>
+  static void widen(P p, int n, float* out) {
+    for (int i = 0; i < n; i += 4) vst1q_f32(out + i, load4(p + i));
+  }
 
   // s_j[t0 + t] = scale * q_j . K[t], NQ (1 or 2) queries, four positions per
   // step: each converted K vector feeds 4 * NQ independent FMA chains and two
