@@ -67,6 +67,7 @@ inline void transpose16(__m512* f) {
 
 struct AttentionOpsAvx512 {
   static constexpr int kLanes = 16;
+  static constexpr int kValueQueries = 4;  // queries per values() call: 16 accumulators of the 32 registers
   static void softmax(float* x, int n) { softmax_avx2(x, n); }
   template <class P>
   static void widen(P p, int n, float* out) {
@@ -241,11 +242,14 @@ struct AttentionOpsAvx512 {
   static void values(const float* const* p, P v, int n_t, int hd, float* const* out, int t0, bool first) {
     for (int d = 0; d < hd; d += 128) {
       const int w = std::min(128, hd - d) / 16;
-      if (w == 8) {
+      int i = 0;
+      if (NQ == 4) {  // four queries: passes of 64 columns
+        for (; i + 4 <= w; i += 4) pass<NQ, 4>(p, v, n_t, hd, out, t0, first, d + 16 * i);
+      } else if (w == 8) {
         pass<NQ, 8>(p, v, n_t, hd, out, t0, first, d);
-      } else {
-        for (int i = 0; i < w; ++i) pass<NQ, 1>(p, v, n_t, hd, out, t0, first, d + 16 * i);
+        i = 8;
       }
+      for (; i < w; ++i) pass<NQ, 1>(p, v, n_t, hd, out, t0, first, d + 16 * i);
     }
   }
 

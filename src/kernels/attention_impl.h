@@ -115,6 +115,11 @@ concept HasQ8Dots = requires(const int8_t* const* q, const int* q_sum, const int
   Ops::q8_scores(q, q_sum, 0, k, 0, 0, s, b);
 };
 
+// An ISA's values() may take more than 2 queries at a time (kValueQueries);
+// each output still sums its positions in order, so grouping changes no bit.
+template <class Ops>
+concept HasValueQueries = requires { Ops::kValueQueries; };
+
 // k_scale / v_scale: the row scales of a q8 or q4 cache, null for fp16.
 template <class Ops, class P>
 void attention_heads_blocked(const AttentionQueries& qs, P k, const float* k_scale, P v, const float* v_scale, int hd,
@@ -207,6 +212,9 @@ void attention_heads_blocked(const AttentionQueries& qs, P k, const float* k_sca
   }
   auto value_block = [&](auto vb, int n_t, int t0) {
     int j = 0;
+    if constexpr (HasValueQueries<Ops>)
+      for (; j + Ops::kValueQueries <= qs.n; j += Ops::kValueQueries)
+        Ops::template values<Ops::kValueQueries>(s + j, vb, n_t, hd, qs.out + j, t0, t0 == 0);
     for (; j + 2 <= qs.n; j += 2) Ops::template values<2>(s + j, vb, n_t, hd, qs.out + j, t0, t0 == 0);
     if (j < qs.n) Ops::template values<1>(s + j, vb, n_t, hd, qs.out + j, t0, t0 == 0);
   };
