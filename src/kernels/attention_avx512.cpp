@@ -69,6 +69,10 @@ struct AttentionOpsAvx512 {
   static constexpr int kLanes = 16;
   static constexpr int kValueQueries = 4;  // queries per values() call: 16 accumulators of the 32 registers
   static void softmax(float* x, int n) { softmax_avx2(x, n); }
+  // Widen K/V blocks once per task (attention_impl.h): every type (fp16
+  // too: measured 8.2 -> 7.2 ns per query and position).
+  template <class P>
+  static constexpr bool kWidenRows = true;
   template <class P>
   static void widen(P p, int n, float* out) {
     for (int i = 0; i < n; i += 16) _mm512_store_ps(out + i, load16(p + i));

@@ -14,6 +14,7 @@
 //   static constexpr int kLanes;   // head_dim must be a multiple of this
 //   template <class P> static void widen(P p, int n, float* out);
 //       out[i] = element i of p (as the loads read it), n a multiple of kLanes
+//   template <class P> static constexpr bool kWidenRows;  // whether widening P pays
 // and the loads also take const float* (rows the driver widened itself).
 // Included only by ISA-specific translation units; unnamed namespace for
 // the reason given in x86_vec.h.
@@ -138,7 +139,7 @@ void attention_heads_blocked(const AttentionQueries& qs, P k, const float* k_sca
   const int span = max_ctx - lo;
   float* s[kMaxAttentionQueries];
   for (int j = 0; j < qs.n; ++j) s[j] = scratch + static_cast<size_t>(j) * span;
-  const bool widen = qs.n > 2 && hd <= kWidenFloats / 4;
+  const bool widen = qs.n > 2 && hd <= kWidenFloats / 4 && Ops::template kWidenRows<P>;
   const int block = widen ? std::min(kAttnBlock, kWidenFloats / hd) : kAttnBlock;
   // (GCC cannot see that widen() writes every float a load then reads, and
   // warns "may be used uninitialized" in the inlined loads: a false alarm.)

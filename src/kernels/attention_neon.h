@@ -91,6 +91,10 @@ inline float32x4_t load4(Q4Ptr p) {
 struct AttentionOpsNeon {
   static constexpr int kLanes = 4;
   static void softmax(float* x, int n) { softmax_neon(x, n); }
+  // Widen K/V blocks once per task (attention_impl.h): not fp16 (fcvtl is
+  // one instruction per 4 values), as on AVX2.
+  template <class P>
+  static constexpr bool kWidenRows = !std::is_same_v<P, const uint16_t*>;
   template <class P>
   static void widen(P p, int n, float* out) {
     for (int i = 0; i < n; i += 4) vst1q_f32(out + i, load4(p + i));
