@@ -50,12 +50,7 @@ struct AttentionOpsDotprod : AttentionOpsNeon {
   static void q8_scores(const int8_t* const* q, const int*, int n_q, const int8_t* k, int span, int hd,
                         float* const* s, uint8_t*) {
     if (hd % 16 != 0) {  // whole sums one by one: the same integers
-      for (int j = 0; j < n_q; ++j)
-        for (int t = 0; t < span; ++t) {
-          int32_t dot = 0;
-          for (int i = 0; i < hd; ++i) dot += q[j][i] * k[static_cast<size_t>(t) * hd + i];
-          s[j][t] = static_cast<float>(dot);
-        }
+      q8_scores_one_by_one(q, n_q, k, span, hd, s);
       return;
     }
     for (int t0 = 0; t0 < span; t0 += kAttnBlock) {

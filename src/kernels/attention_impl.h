@@ -116,6 +116,17 @@ concept HasQ8Dots = requires(const int8_t* const* q, const int* q_sum, const int
   Ops::q8_scores(q, q_sum, 0, k, 0, 0, s, b);
 };
 
+// The integer scores one sum at a time, for head sizes an ISA's q8_scores
+// loops do not take.
+inline void q8_scores_one_by_one(const int8_t* const* q, int n_q, const int8_t* k, int span, int hd, float* const* s) {
+  for (int j = 0; j < n_q; ++j)
+    for (int t = 0; t < span; ++t) {
+      int32_t dot = 0;
+      for (int i = 0; i < hd; ++i) dot += q[j][i] * k[static_cast<size_t>(t) * hd + i];
+      s[j][t] = static_cast<float>(dot);
+    }
+}
+
 // An ISA's values() may take more than 2 queries at a time (kValueQueries);
 // each output still sums its positions in order, so grouping changes no bit.
 template <class Ops>

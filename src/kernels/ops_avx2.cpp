@@ -149,6 +149,61 @@ struct AttentionOpsAvx2 {
     }
   }
 
+  // q8 scores as integers (HasQ8Dots in attention_impl.h) for head_dim a
+  // multiple of 32, four positions and two queries per step: vpmaddubsw
+  // multiplies unsigned by signed bytes, so it takes |q| and k * sign(q)
+  // (vpsignb); with codes in [-127, 127] a pair of products stays inside
+  // int16 (2 * 127 * 127 < 32767), and vpmaddwd widens the pairs to int32.
+  template <int NQ>
+  static void q8_dots(const int8_t* const* q, const int8_t* k, int n_t, int hd, float* const* s, int t0) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int t = 0; t < n_t; t += 4) {
+      const int valid = std::min(4, n_t - t);
+      __m256i acc[NQ][4];
+      for (int j = 0; j < NQ; ++j)
+        for (int p = 0; p < 4; ++p) acc[j][p] = _mm256_setzero_si256();
+      const int8_t* kt = k + static_cast<size_t>(t) * hd;
+      const int8_t* rows[4];
+      for (int p = 0; p < 4; ++p) rows[p] = kt + std::min(p, valid - 1) * hd;
+      for (int p = 0; p < 4; ++p) prefetch_row(kt + (kAttnPrefetchRows + p) * hd, hd);
+      for (int d = 0; d < hd; d += 32) {
+        __m256i qd[NQ], qa[NQ];
+        for (int j = 0; j < NQ; ++j) {
+          qd[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[j] + d));
+          qa[j] = _mm256_sign_epi8(qd[j], qd[j]);
+        }
+        for (int p = 0; p < 4; ++p) {
+          const __m256i kv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[p] + d));
+          for (int j = 0; j < NQ; ++j) {
+            const __m256i pairs = _mm256_maddubs_epi16(qa[j], _mm256_sign_epi8(kv, qd[j]));
+            acc[j][p] = _mm256_add_epi32(acc[j][p], _mm256_madd_epi16(pairs, ones));
+          }
+        }
+      }
+      for (int j = 0; j < NQ; ++j) {
+        const __m256i h =
+            _mm256_hadd_epi32(_mm256_hadd_epi32(acc[j][0], acc[j][1]), _mm256_hadd_epi32(acc[j][2], acc[j][3]));
+        const __m128i r = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+        store_lanes(s[j] + t0 + t, _mm_cvtepi32_ps(r), valid);
+      }
+    }
+  }
+
+  static void q8_scores(const int8_t* const* q, const int*, int n_q, const int8_t* k, int span, int hd,
+                        float* const* s, uint8_t*) {
+    if (hd % 32 != 0) {  // whole sums one by one: the same integers
+      q8_scores_one_by_one(q, n_q, k, span, hd, s);
+      return;
+    }
+    for (int t0 = 0; t0 < span; t0 += kAttnBlock) {
+      const int n_t = std::min(kAttnBlock, span - t0);
+      const int8_t* kb = k + static_cast<size_t>(t0) * hd;
+      int j = 0;
+      for (; j + 2 <= n_q; j += 2) q8_dots<2>(q + j, kb, n_t, hd, s + j, t0);
+      if (j < n_q) q8_dots<1>(q + j, kb, n_t, hd, s + j, t0);
+    }
+  }
+
   // out_j += sum_t p_j[t0 + t] V[t] over t in [0, n_t) (out_j = ... when
   // `first`), NQ (1 or 2) queries and 32 columns per pass: 8 accumulators,
   // 4 converted V vectors and 2 broadcasts fit the 16 ymm registers.
