@@ -102,8 +102,9 @@ inline __m256 load8(Q4Ptr p) {
 struct AttentionOpsAvx2 {
   static constexpr int kLanes = 8;
   static void softmax(float* x, int n) { softmax_avx2(x, n); }
-  // Widen K/V blocks once per task (attention_impl.h): not fp16: F16C converts 8 values in one instruction, and reading the
-  // floats back costs more (measured 9.4 -> 11.2 ns per query and position).
+  // Widen K/V blocks once per task (attention_impl.h): not fp16: F16C
+  // converts 8 values in one instruction, and reading the floats back costs
+  // more (measured 9.4 -> 11.2 ns per query and position).
   template <class P>
   static constexpr bool kWidenRows = !std::is_same_v<P, const uint16_t*>;
   template <class P>
