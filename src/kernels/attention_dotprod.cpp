@@ -15,7 +15,7 @@ struct AttentionOpsDotprod : AttentionOpsNeon {
   // step repeats its last row; integers make every grouping give the same
   // scores anyway.
   template <int NQ>
-  static void dots(const int8_t* const* q, const int8_t* k, int n_t, int hd, float* const* s, int t0) {
+  static void q8_dots(const int8_t* const* q, const int8_t* k, int n_t, int hd, float* const* s, int t0) {
     for (int t = 0; t < n_t; t += 4) {
       const int valid = std::min(4, n_t - t);
       int32x4_t acc[NQ][4];
@@ -49,17 +49,7 @@ struct AttentionOpsDotprod : AttentionOpsNeon {
 
   static void q8_scores(const int8_t* const* q, const int*, int n_q, const int8_t* k, int span, int hd,
                         float* const* s, uint8_t*) {
-    if (hd % 16 != 0) {  // whole sums one by one: the same integers
-      q8_scores_one_by_one(q, n_q, k, span, hd, s);
-      return;
-    }
-    for (int t0 = 0; t0 < span; t0 += kAttnBlock) {
-      const int n_t = std::min(kAttnBlock, span - t0);
-      const int8_t* kb = k + static_cast<size_t>(t0) * hd;
-      int j = 0;
-      for (; j + 2 <= n_q; j += 2) dots<2>(q + j, kb, n_t, hd, s + j, t0);
-      if (j < n_q) dots<1>(q + j, kb, n_t, hd, s + j, t0);
-    }
+    q8_scores_in_pairs<AttentionOpsDotprod>(q, n_q, k, span, hd, s, 16);
   }
 };
 

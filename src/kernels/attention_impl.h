@@ -127,6 +127,24 @@ inline void q8_scores_one_by_one(const int8_t* const* q, int n_q, const int8_t* 
     }
 }
 
+// q8_scores of an ISA with q8_dots<NQ>(q, k, n_t, hd, s, t0) for NQ = 2 and
+// 1 over a block of keys, head_dim a multiple of `bytes` (else one by one).
+template <class Ops>
+void q8_scores_in_pairs(const int8_t* const* q, int n_q, const int8_t* k, int span, int hd, float* const* s,
+                        int bytes) {
+  if (hd % bytes != 0) {
+    q8_scores_one_by_one(q, n_q, k, span, hd, s);
+    return;
+  }
+  for (int t0 = 0; t0 < span; t0 += kAttnBlock) {
+    const int n_t = std::min(kAttnBlock, span - t0);
+    const int8_t* kb = k + static_cast<size_t>(t0) * hd;
+    int j = 0;
+    for (; j + 2 <= n_q; j += 2) Ops::template q8_dots<2>(q + j, kb, n_t, hd, s + j, t0);
+    if (j < n_q) Ops::template q8_dots<1>(q + j, kb, n_t, hd, s + j, t0);
+  }
+}
+
 // An ISA's values() may take more than 2 queries at a time (kValueQueries);
 // each output still sums its positions in order, so grouping changes no bit.
 template <class Ops>

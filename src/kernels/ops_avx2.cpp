@@ -192,17 +192,7 @@ struct AttentionOpsAvx2 {
 
   static void q8_scores(const int8_t* const* q, const int*, int n_q, const int8_t* k, int span, int hd,
                         float* const* s, uint8_t*) {
-    if (hd % 32 != 0) {  // whole sums one by one: the same integers
-      q8_scores_one_by_one(q, n_q, k, span, hd, s);
-      return;
-    }
-    for (int t0 = 0; t0 < span; t0 += kAttnBlock) {
-      const int n_t = std::min(kAttnBlock, span - t0);
-      const int8_t* kb = k + static_cast<size_t>(t0) * hd;
-      int j = 0;
-      for (; j + 2 <= n_q; j += 2) q8_dots<2>(q + j, kb, n_t, hd, s + j, t0);
-      if (j < n_q) q8_dots<1>(q + j, kb, n_t, hd, s + j, t0);
-    }
+    q8_scores_in_pairs<AttentionOpsAvx2>(q, n_q, k, span, hd, s, 32);
   }
 
   // out_j += sum_t p_j[t0 + t] V[t] over t in [0, n_t) (out_j = ... when
