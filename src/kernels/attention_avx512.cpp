@@ -200,7 +200,8 @@ struct AttentionOpsAvx512 {
         const int8_t* kb = k + static_cast<size_t>(t0) * hd;
         int j = 0;
         for (; j + 4 <= n_q; j += 4) q8_dots<4>(q + j, q_sum + j, kb, n_t, hd, s + j, t0);
-        for (; j < n_q; ++j) q8_dots<1>(q + j, q_sum + j, kb, n_t, hd, s + j, t0);
+        for (; j + 2 <= n_q; j += 2) q8_dots<2>(q + j, q_sum + j, kb, n_t, hd, s + j, t0);
+        if (j < n_q) q8_dots<1>(q + j, q_sum + j, kb, n_t, hd, s + j, t0);
       }
       return;
     }
