@@ -44,6 +44,12 @@ if [[ "$mode" == build ]]; then
     llama_build=$llama_src/build-$isa
   fi
   flags=(-DGGML_NATIVE=ON)
+  # On a CPU with AMX, -march=native builds ggml's AMX matmul, which faults (SIGSEGV in
+  # ggml_backend_amx_mul_mat) in a guest that was not granted the AMX tile state: name the
+  # levels instead, AMX off.
+  grep -qw amx_tile /proc/cpuinfo && flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+    -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_BF16=ON -DGGML_AVX_VNNI=ON
+    -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
   [[ $isa == avx2 ]] && flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
     -DGGML_AVX512=OFF -DGGML_AVX_VNNI=OFF)
   # aarch64: cross-built for dotprod CPUs (run under qemu-aarch64 -cpu cortex-a76 by tools/qemu/arm_cost.sh).
