@@ -228,6 +228,7 @@ int32_t Matcher::walk(int32_t s, std::string_view bytes) {
 
 // The state after trie node i, from the state walk_stack_ holds at its parent.
 int32_t Matcher::trie_step(int32_t i) {
+  ++trie_steps_;
   const int32_t from = walk_stack_[v_->node_depth[i] - 1];
   const uint8_t b = v_->node_byte[i];
   const int32_t t = trans_[static_cast<size_t>(from) * 256 + b];
@@ -369,21 +370,36 @@ const Matcher::Frame& Matcher::keep_frame(int32_t f, Frame fr, const Hash128& ke
 bool Matcher::counted_split(int32_t s, Split& out) {
   const auto& tops = states_[s].nodes;
   const auto& flat = g_->flat;
-  int32_t best = INT32_MAX;
+  // Each stack's nearest such entry; the one nearest to the most stacks wins
+  // (then the one nearest a top). Any choice is exact; this one keeps the
+  // other counts out of the frame (a string's stacks, not the stack that
+  // already left the string for the array around it), so it is shared by
+  // every count of the string.
+  struct Vote {
+    int32_t node, stacks, depth;
+  };
+  std::vector<Vote> votes;
   for (int32_t n : tops) {
     int32_t d = 1;
-    for (int32_t x = nodes_[n].parent; x >= 0 && d < best; x = nodes_[x].parent, ++d) {
+    for (int32_t x = nodes_[n].parent; x >= 0; x = nodes_[x].parent, ++d) {
       const Node& nd = nodes_[x];
       if (!g_->is_rep(flat[nd.pos])) continue;
       const Repeat& rep = g_->rep(flat[nd.pos]);
       if (rep.max >= 0 || nd.cnt < rep.min) {
-        out.rep_node = x;
-        best = d;
+        auto v = std::find_if(votes.begin(), votes.end(), [&](const Vote& w) { return w.node == x; });
+        if (v == votes.end())
+          votes.push_back({x, 1, d});
+        else
+          v->stacks += 1, v->depth = std::min(v->depth, d);
         break;
       }
     }
   }
-  if (out.rep_node < 0) return false;
+  if (votes.empty()) return false;
+  const Vote* pick = &votes[0];
+  for (const Vote& v : votes)
+    if (v.stacks > pick->stacks || (v.stacks == pick->stacks && v.depth < pick->depth)) pick = &v;
+  out.rep_node = pick->node;
   const Node r = nodes_[out.rep_node];
   std::vector<Item> inside, others;
   std::vector<int32_t> chain;
@@ -652,7 +668,7 @@ bool Matcher::can_continue() const { return !states_[history_.back()].bytes.empt
 
 Matcher::Stats Matcher::stats() const {
   return {mask_calls_, mask_hits_, static_cast<int64_t>(states_.size()), static_cast<int64_t>(nodes_.size()),
-          frame_calls_, frame_hits_, evictions_, undecided_, shared_hits_};
+          frame_calls_, frame_hits_, evictions_, undecided_, shared_hits_, trie_steps_};
 }
 
 }  // namespace pocket::constrain

@@ -152,5 +152,34 @@ TEST(ConstrainMaskCache, FrameWalksAreSharedAcrossGrammarsOfOneVocabulary) {
   }
 }
 
+TEST(ConstrainMaskCache, OneWalkServesEveryCountOfAStringInAnArray) {
+  // A bounded string as the second item of a bounded array: its state holds
+  // the string's stacks and one that already closed the string (into the
+  // array's repetition). The split must be around the string, so every
+  // count of it shares one frame walk; split around the array, each count
+  // was a walk of its own. Masks equal the reference at every count.
+  const std::vector<std::string> units = {"[", "]", "\"", "a", "b", ",", "\\", "\xE4\xB8\xAD"};
+  std::mt19937 rng(11);
+  auto v = test_vocab(units, 200, rng);
+  ConstraintSpec spec;
+  spec.kind = ConstraintSpec::Kind::JsonSchema;
+  spec.text = R"({"type":"array","items":{"type":"string","maxLength":6},"minItems":1,"maxItems":4})";
+  auto m = compile_constraint(spec, v)->matcher();
+  ASSERT_TRUE(m.advance_bytes(R"(["ab",")"));
+  int64_t walks = -1;
+  for (const char* ch : {"a", "b", "\xE4\xB8\xAD", "a", "b", "a"}) {
+    ASSERT_TRUE(m.advance_bytes(ch)) << ch;
+    expect_reference(m, *v, std::string("after ") + ch);
+    if (HasFatalFailure()) return;
+    const auto st = m.stats();
+    if (walks < 0) walks = st.frame_masks - st.frame_hits;
+    EXPECT_EQ(st.frame_masks - st.frame_hits, walks) << "a new frame walk at count " << m.advances() - 1;
+  }
+  for (int seed = 0; seed < 4; ++seed) {
+    check_caches(compile_constraint(spec, v)->grammar, v, rng, 16, "array of strings");
+    if (HasFatalFailure()) return;
+  }
+}
+
 }  // namespace
 }  // namespace pocket::constrain
