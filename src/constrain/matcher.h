@@ -169,6 +169,7 @@ class Matcher {
   // repetition walks them once.
   std::unordered_map<uint64_t, std::vector<std::pair<int32_t, int32_t>>> below_escapes_;
   std::shared_ptr<FrameCache> shared_;  // the vocabulary's frames (null: none)
+  RuleNames rule_names_;                // names of this grammar's rules in that cache's keys
   size_t cache_bytes_ = 0, cache_limit_ = size_t{256} << 20;
   std::vector<int32_t> walk_stack_;
   std::vector<int32_t> history_;  // state after each advance; [0] = start
