@@ -181,5 +181,31 @@ TEST(ConstrainMaskCache, OneWalkServesEveryCountOfAStringInAnArray) {
   }
 }
 
+TEST(ConstrainMaskCache, LeavingACountedRepetitionByAFewBytesEqualsTheReference) {
+  // An email's local part (atext{1,32}) is left by '.' or '@' only: the walk
+  // below its escapes starts from the few trie nodes with those bytes
+  // instead of every escape's children (most tokens here are atext, so the
+  // candidates are fewer than the escapes). Every mask along walks through
+  // the local part, the dots, the '@' and the domain equals the reference.
+  const std::vector<std::string> units = {"ab", "c", "x1", "-", ".", "@", "\"", "{", "}", ":", "e"};
+  std::mt19937 rng(13);
+  auto v = test_vocab(units, 400, rng);
+  ConstraintSpec spec;
+  spec.kind = ConstraintSpec::Kind::JsonSchema;
+  spec.text = R"({"type":"object","properties":{"e":{"type":"string","format":"email"}},"required":["e"],"additionalProperties":false})";
+  auto c = compile_constraint(spec, v);
+  auto m = c->matcher();
+  ASSERT_TRUE(m.advance_bytes(R"({"e":")"));
+  for (const char* part : {"a", "b", "c", ".", "x", "1", "@", "a", "b", "-", "c", ".", "e"}) {
+    expect_reference(m, *v, std::string("before ") + part);
+    if (HasFatalFailure()) return;
+    ASSERT_TRUE(m.advance_bytes(part)) << part;
+  }
+  for (int seed = 0; seed < 4; ++seed) {
+    check_caches(c->grammar, v, rng, 20, "email");
+    if (HasFatalFailure()) return;
+  }
+}
+
 }  // namespace
 }  // namespace pocket::constrain
