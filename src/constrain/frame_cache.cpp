@@ -26,12 +26,12 @@ size_t FrameMasks::bytes() const {
 }
 
 namespace {
-// One element of an alternative; rules as `ref(r)` gives them.
-template <class Ref>
-Hash128 mix_elem(Hash128 h, const CompiledGrammar& g, int32_t e, Ref&& ref) {
+// One element of an alternative; byte sets as `set(e)` names them, rules
+// as `ref(r)` gives them.
+template <class Set, class Ref>
+Hash128 mix_elem(Hash128 h, const CompiledGrammar& g, int32_t e, Set&& set, Ref&& ref) {
   if (e >= 0) {
-    h = mix(h, kSetTag);
-    for (uint64_t w : g.sets[e].w) h = mix(h, w);
+    h = mix(h, set(e));
   } else if (g.is_rep(e)) {
     const Repeat& r = g.rep(e);
     h = mix(mix(ref(mix(h, kRepTag), r.item), static_cast<uint64_t>(r.min)), static_cast<uint64_t>(r.max));
@@ -41,6 +41,17 @@ Hash128 mix_elem(Hash128 h, const CompiledGrammar& g, int32_t e, Ref&& ref) {
   return h;
 }
 }  // namespace
+
+const Hash128& RuleNames::set_name(int32_t set) {
+  if (set_names_.empty()) set_names_.resize(g_->sets.size());
+  auto& [h, done] = set_names_[static_cast<size_t>(set)];
+  if (!done) {
+    h = mix({}, kSetTag);
+    for (uint64_t w : g_->sets[static_cast<size_t>(set)].w) h = mix(h, w);
+    done = true;
+  }
+  return h;
+}
 
 const Hash128* RuleNames::name(int32_t rule) {
   auto [it, fresh] = names_.try_emplace(rule);
@@ -60,7 +71,7 @@ const Hash128* RuleNames::name(int32_t rule) {
     for (int32_t s : g_->starts[queue[i]]) {
       h = mix(h, kAlt);
       for (int32_t p = s; g_->flat[p] != CompiledGrammar::kEnd && spent <= budget_; ++p, ++spent)
-        h = mix_elem(h, *g_, g_->flat[p], ref);
+        h = mix_elem(h, *g_, g_->flat[p], [&](int32_t e) { return set_name(e); }, ref);
       h = mix(h, kEndTag);
     }
   }
@@ -83,7 +94,8 @@ void FragmentHasher::tail(int32_t p) {
     rule(r);
     return h_;
   };
-  for (; g_.flat[p] != CompiledGrammar::kEnd && ok(); ++p, ++spent_) h_ = mix_elem(h_, g_, g_.flat[p], ref);
+  auto set = [&](int32_t e) { return names_.set_name(e); };
+  for (; g_.flat[p] != CompiledGrammar::kEnd && ok(); ++p, ++spent_) h_ = mix_elem(h_, g_, g_.flat[p], set, ref);
   h_ = mix(h_, kEndTag);
 }
 

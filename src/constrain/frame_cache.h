@@ -57,11 +57,14 @@ class RuleNames {
  public:
   RuleNames(const CompiledGrammar& g, size_t budget) : g_(&g), budget_(budget) {}
   const Hash128* name(int32_t rule);
+  // A byte set's name: a hash of its 256 bits, kept per set.
+  const Hash128& set_name(int32_t set);
 
  private:
   const CompiledGrammar* g_;
   size_t budget_;
   std::unordered_map<int32_t, std::pair<Hash128, bool>> names_;
+  std::vector<std::pair<Hash128, bool>> set_names_;
 };
 
 // The name of one parse stack of a frame, from its top down to its bottom:
