@@ -69,6 +69,7 @@ void mutate_config(Json& c, std::mt19937_64& rng) {
 
 void mutate_index(Json& j, std::mt19937_64& rng) {
   if (!j.contains("weight_map") || !j["weight_map"].is_object() || j["weight_map"].empty() || rng() % 5 == 0) {
+    if (!j.contains("metadata") || !j["metadata"].is_object()) j["metadata"] = Json::object();
     j["metadata"]["total_size"] = pocket::fuzz::hostile_int(rng, 4096);
     return;
   }

@@ -29,16 +29,17 @@ constexpr size_t kLegacyHeader = 28, kV1Header = 256, kCountsV1 = 8;
 // adds the two RoPE tables, unshared adds the classifier); 0 when the counts
 // cannot describe a model (or the size passes `limit`).
 uint64_t implied_size(const int32_t f[7], bool v1, bool shared, uint64_t limit) {
-  const int64_t dim = f[0], hid = f[1], layers = f[2], heads = f[3], kv_heads = f[4], seq = f[6];
-  const int64_t vocab = f[5] < 0 ? -int64_t{f[5]} : f[5];
-  if (dim <= 0 || hid <= 0 || layers <= 0 || heads <= 0 || kv_heads <= 0 || vocab <= 0 || seq <= 0 || dim % heads)
-    return 0;
-  const unsigned __int128 hd = static_cast<unsigned __int128>(dim / heads), kv = hd * kv_heads;
-  unsigned __int128 n = static_cast<unsigned __int128>(vocab) * dim;  // embedding
-  n += static_cast<unsigned __int128>(layers) * (2 * dim + 2 * dim * dim + 2 * kv * dim + 3 * hid * dim);
-  n += dim;                                     // final norm
-  if (!v1) n += 2 * static_cast<unsigned __int128>(seq) * (hd / 2);  // freq_cis real and imaginary
-  if (!shared) n += static_cast<unsigned __int128>(vocab) * dim;     // classifier
+  using U = unsigned __int128;  // every product below fits: each count is < 2^32
+  if (f[0] <= 0 || f[1] <= 0 || f[2] <= 0 || f[3] <= 0 || f[4] <= 0 || f[5] == 0 || f[6] <= 0 || f[0] % f[3]) return 0;
+  const U dim = static_cast<U>(f[0]), hid = static_cast<U>(f[1]), layers = static_cast<U>(f[2]),
+          kv_heads = static_cast<U>(f[4]), seq = static_cast<U>(f[6]);
+  const U vocab = f[5] < 0 ? static_cast<U>(-int64_t{f[5]}) : static_cast<U>(f[5]);
+  const U hd = static_cast<U>(f[0] / f[3]), kv = hd * kv_heads;
+  U n = vocab * dim;                                                  // embedding
+  n += layers * (2 * dim + 2 * dim * dim + 2 * kv * dim + 3 * hid * dim);  // norms, attention, FFN
+  n += dim;                                                           // final norm
+  if (!v1) n += 2 * seq * (hd / 2);                                   // freq_cis real and imaginary
+  if (!shared) n += vocab * dim;                                      // classifier
   n = n * 4 + (v1 ? kV1Header : kLegacyHeader);
   return n > limit ? 0 : static_cast<uint64_t>(n);
 }
