@@ -3,7 +3,7 @@
 # alternated in one run (not part of the tests; llama.cpp is never a
 # dependency of Pocket).
 #
-#   bash bench/vs_llama.sh build  SCRATCH [avx2]   # llama.cpp from the llama-cpp-python sdist (PyPI)
+#   bash bench/vs_llama.sh build  SCRATCH [avx2|aarch64]   # llama.cpp from the llama-cpp-python sdist (PyPI)
 #   bash bench/vs_llama.sh run    SCRATCH [avx2] [preset] [rounds]
 #   bash bench/vs_llama.sh files  SCRATCH [avx2] GGUF [POCKET_FILE...]
 #
@@ -27,7 +27,7 @@ set -euo pipefail
 mode=${1:?usage: bench/vs_llama.sh build|run SCRATCH [avx2] [preset] [rounds]}
 scratch=$(realpath -m "${2:?scratch folder}")
 isa=native
-if [[ "${3:-}" == avx2 ]]; then isa=avx2; shift; fi
+if [[ "${3:-}" == avx2 || "${3:-}" == aarch64 ]]; then isa=$3; shift; fi
 preset=${3:-pocket-0.3b}
 rounds=${4:-3}
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,8 +44,18 @@ if [[ "$mode" == build ]]; then
     llama_build=$llama_src/build-$isa
   fi
   flags=(-DGGML_NATIVE=ON)
+  # On a CPU with AMX, -march=native builds ggml's AMX matmul, which faults (SIGSEGV in
+  # ggml_backend_amx_mul_mat) in a guest that was not granted the AMX tile state: name the
+  # levels instead, AMX off.
+  grep -qw amx_tile /proc/cpuinfo && flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+    -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_BF16=ON -DGGML_AVX_VNNI=ON
+    -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
   [[ $isa == avx2 ]] && flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
     -DGGML_AVX512=OFF -DGGML_AVX_VNNI=OFF)
+  # aarch64: cross-built for dotprod CPUs (run under qemu-aarch64 -cpu cortex-a76 by tools/qemu/arm_cost.sh).
+  [[ $isa == aarch64 ]] && flags=(-DGGML_NATIVE=OFF -DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=aarch64
+    -DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc -DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++
+    -DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod+fp16 -DGGML_OPENMP=OFF)
   cmake -S "$llama_src" -B "$llama_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF "${flags[@]}"
   cmake --build "$llama_build" --target llama-quantize llama-bench -j"$(nproc)"

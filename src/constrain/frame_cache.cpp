@@ -25,34 +25,84 @@ size_t FrameMasks::bytes() const {
          (over.size() + tagged.size() + escapes.size()) * 2 * sizeof(int32_t);
 }
 
-uint64_t FragmentHasher::rule_number(int32_t r) {
-  auto [it, fresh] = number_.try_emplace(r, static_cast<int32_t>(number_.size()));
-  if (fresh) queue_.push_back(r);
-  return static_cast<uint64_t>(it->second);
+namespace {
+// One element of an alternative; byte sets as `set(e)` names them, rules
+// as `ref(r)` gives them.
+template <class Set, class Ref>
+Hash128 mix_elem(Hash128 h, const CompiledGrammar& g, int32_t e, Set&& set, Ref&& ref) {
+  if (e >= 0) {
+    h = mix(h, set(e));
+  } else if (g.is_rep(e)) {
+    const Repeat& r = g.rep(e);
+    h = mix(mix(ref(mix(h, kRepTag), r.item), static_cast<uint64_t>(r.min)), static_cast<uint64_t>(r.max));
+  } else {
+    h = ref(mix(h, kRefTag), -(e + 1));
+  }
+  return h;
+}
+}  // namespace
+
+const Hash128& RuleNames::set_name(int32_t set) {
+  if (set_names_.empty()) set_names_.resize(g_->sets.size());
+  auto& [h, done] = set_names_[static_cast<size_t>(set)];
+  if (!done) {
+    h = mix({}, kSetTag);
+    for (uint64_t w : g_->sets[static_cast<size_t>(set)].w) h = mix(h, w);
+    done = true;
+  }
+  return h;
 }
 
-void FragmentHasher::elem(int32_t e) {
-  ++spent_;
-  if (e >= 0) {
-    h_ = mix(h_, kSetTag);
-    for (uint64_t w : g_.sets[e].w) h_ = mix(h_, w);
-  } else if (g_.is_rep(e)) {
-    const Repeat& r = g_.rep(e);
-    h_ = mix(mix(mix(mix(h_, kRepTag), rule_number(r.item)), static_cast<uint64_t>(r.min)), static_cast<uint64_t>(r.max));
-  } else {
-    h_ = mix(mix(h_, kRefTag), rule_number(-(e + 1)));
+const Hash128* RuleNames::name(int32_t rule) {
+  auto [it, fresh] = names_.try_emplace(rule);
+  if (!fresh) return it->second.second ? &it->second.first : nullptr;
+  // The rules reachable from `rule`, numbered in the order met.
+  std::unordered_map<int32_t, int32_t> number{{rule, 0}};
+  std::vector<int32_t> queue{rule};
+  auto ref = [&](Hash128 h, int32_t r) {
+    auto [n, added] = number.try_emplace(r, static_cast<int32_t>(number.size()));
+    if (added) queue.push_back(r);
+    return mix(h, static_cast<uint64_t>(n->second));
+  };
+  Hash128 h{};
+  size_t spent = 0;
+  for (size_t i = 0; i < queue.size() && spent <= budget_; ++i) {
+    h = mix(h, kRuleTag);
+    for (int32_t s : g_->starts[queue[i]]) {
+      h = mix(h, kAlt);
+      for (int32_t p = s; g_->flat[p] != CompiledGrammar::kEnd && spent <= budget_; ++p, ++spent)
+        h = mix_elem(h, *g_, g_->flat[p], [&](int32_t e) { return set_name(e); }, ref);
+      h = mix(h, kEndTag);
+    }
   }
+  it->second = {h, spent <= budget_};
+  return it->second.second ? &it->second.first : nullptr;
+}
+
+void FragmentHasher::rule(int32_t r) {
+  const Hash128* n = names_.name(r);
+  if (!n) {
+    spent_ = budget_ + 1;
+    return;
+  }
+  h_ = mix(h_, *n);
 }
 
 void FragmentHasher::tail(int32_t p) {
-  for (; g_.flat[p] != CompiledGrammar::kEnd && ok(); ++p) elem(g_.flat[p]);
+  auto ref = [&](Hash128 h, int32_t r) {
+    h_ = h;
+    rule(r);
+    return h_;
+  };
+  auto set = [&](int32_t e) { return names_.set_name(e); };
+  for (; g_.flat[p] != CompiledGrammar::kEnd && ok(); ++p, ++spent_) h_ = mix_elem(h_, g_, g_.flat[p], set, ref);
   h_ = mix(h_, kEndTag);
 }
 
 void FragmentHasher::entry(int32_t pos, int32_t cnt, bool relative) {
   h_ = mix(mix(h_, relative ? kRelTag : kEntryTag), static_cast<uint64_t>(cnt));
   if (relative) {
-    h_ = mix(h_, rule_number(g_.rep(g_.flat[pos]).item));
+    rule(g_.rep(g_.flat[pos]).item);
     tail(pos + 1);
   } else {
     tail(pos);
@@ -60,15 +110,7 @@ void FragmentHasher::entry(int32_t pos, int32_t cnt, bool relative) {
 }
 
 Hash128 FragmentHasher::finish(int32_t bottom) {
-  h_ = mix(mix(h_, kBottomTag), static_cast<uint64_t>(static_cast<int64_t>(bottom)));
-  for (size_t i = 0; i < queue_.size() && ok(); ++i) {
-    h_ = mix(h_, kRuleTag);
-    for (int32_t s : g_.starts[queue_[i]]) {
-      h_ = mix(h_, kAlt);
-      tail(s);
-    }
-  }
-  return h_;
+  return mix(mix(h_, kBottomTag), static_cast<uint64_t>(static_cast<int64_t>(bottom)));
 }
 
 std::shared_ptr<const FrameMasks> FrameCache::find(const Hash128& key) {

@@ -5,7 +5,7 @@
 // JSON string, number or counted string of every schema compiled for a
 // vocabulary has the same walk. This file owns the walk's result
 // (FrameMasks), the names of grammar fragments independent of rule
-// numbering (FragmentHasher), and the per-vocabulary cache from those names
+// numbering (RuleNames, FragmentHasher), and the per-vocabulary cache from those names
 // to results. Names are 128-bit hashes of a full serialization of the
 // fragment: two fragments get the same name only when they are structurally
 // equal (or on a hash collision, about 2^-128 per pair).
@@ -48,13 +48,32 @@ Hash128 mix(Hash128 h, const Hash128& x);
 
 class CompiledGrammar;
 
+// The names of a grammar's rules independent of how it numbers them: a
+// rule's name is a hash of everything reachable from it (the rules met
+// numbered in the order met from it), so two rules get one name only when
+// the grammars below them are the same. Computed once per rule and kept;
+// a rule reaching more than `budget` elements has none.
+class RuleNames {
+ public:
+  RuleNames(const CompiledGrammar& g, size_t budget) : g_(&g), budget_(budget) {}
+  const Hash128* name(int32_t rule);
+  // A byte set's name: a hash of its 256 bits, kept per set.
+  const Hash128& set_name(int32_t set);
+
+ private:
+  const CompiledGrammar* g_;
+  size_t budget_;
+  std::unordered_map<int32_t, std::pair<Hash128, bool>> names_;
+  std::vector<std::pair<Hash128, bool>> set_names_;
+};
+
 // The name of one parse stack of a frame, from its top down to its bottom:
-// each entry's count and the rest of its alternative, then every rule those
-// reach, numbered in the order met (so the name does not depend on how a
-// grammar numbers its rules). Gives up (ok() false) past `budget` elements.
+// each entry's count and the rest of its alternative, the rules those
+// refer to by their RuleNames. Gives up (ok() false) past `budget`
+// elements or at a rule without a name.
 class FragmentHasher {
  public:
-  FragmentHasher(const CompiledGrammar& g, size_t budget) : g_(g), budget_(budget) {}
+  FragmentHasher(const CompiledGrammar& g, size_t budget, RuleNames& names) : g_(g), budget_(budget), names_(names) {}
   // An entry at `pos` with count `cnt`; `relative`: a counted repetition
   // whose count is relative (its bounds are not part of the name).
   void entry(int32_t pos, int32_t cnt, bool relative);
@@ -63,13 +82,11 @@ class FragmentHasher {
 
  private:
   void tail(int32_t p);
-  void elem(int32_t e);
-  uint64_t rule_number(int32_t r);
+  void rule(int32_t r);
   const CompiledGrammar& g_;
   size_t budget_, spent_ = 0;
+  RuleNames& names_;
   Hash128 h_{};
-  std::unordered_map<int32_t, int32_t> number_;
-  std::vector<int32_t> queue_;
 };
 
 // Thread-safe; dropped all at once past its byte cap.

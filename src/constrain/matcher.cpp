@@ -29,6 +29,10 @@ inline uint32_t bytes_below(uint64_t x, uint8_t c) {
   return static_cast<uint32_t>((((~ge & kHigh) >> 7) * 0x0102040810204080ull) >> 56);
 }
 constexpr int32_t kNone = INT32_MAX;
+// Grammar elements per stack of a frame, and reachable from each rule it
+// refers to, in the names of the vocabulary's cache (larger fragments are
+// not shared).
+constexpr size_t kNameBudget = 4096;
 // Sets the bits of the tokens that end at trie node i.
 void mark_tokens(const VocabIndex& v, int32_t i, std::vector<uint64_t>& m) {
   for (int32_t k = v.node_tok[i]; k < v.node_tok[i + 1]; ++k) {
@@ -93,7 +97,7 @@ size_t Matcher::KeyHash::operator()(const std::vector<int32_t>& k) const {
 }
 
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> g, std::shared_ptr<const VocabIndex> vocab)
-    : g_(std::move(g)), v_(std::move(vocab)), shared_(v_->frame_cache) {
+    : g_(std::move(g)), v_(std::move(vocab)), shared_(v_->frame_cache), rule_names_(*g_, kNameBudget) {
   std::vector<Item> work;
   for (int32_t s : g_->starts[g_->root]) work.push_back({s, -1, 0});
   history_.push_back(close(work));
@@ -228,6 +232,7 @@ int32_t Matcher::walk(int32_t s, std::string_view bytes) {
 
 // The state after trie node i, from the state walk_stack_ holds at its parent.
 int32_t Matcher::trie_step(int32_t i) {
+  ++trie_steps_;
   const int32_t from = walk_stack_[v_->node_depth[i] - 1];
   const uint8_t b = v_->node_byte[i];
   const int32_t t = trans_[static_cast<size_t>(from) * 256 + b];
@@ -317,10 +322,9 @@ const Matcher::Frame& Matcher::frame_info(int32_t f) {
 
 // A frame state's name in the vocabulary's cache: its stacks' names, sorted.
 bool Matcher::frame_key(int32_t f, bool counted, Hash128& key) {
-  constexpr size_t kBudget = 4096;  // grammar elements per stack (larger fragments are not shared)
   std::vector<Hash128> stacks;
   for (int32_t n : states_[f].nodes) {
-    FragmentHasher h(*g_, kBudget);
+    FragmentHasher h(*g_, kNameBudget, rule_names_);
     int32_t x = n;
     for (; x >= 0; x = nodes_[x].parent) h.entry(nodes_[x].pos, nodes_[x].cnt, (nodes_[x].cnt & (kRel | kTag)) != 0);
     stacks.push_back(h.finish(x));
@@ -369,21 +373,36 @@ const Matcher::Frame& Matcher::keep_frame(int32_t f, Frame fr, const Hash128& ke
 bool Matcher::counted_split(int32_t s, Split& out) {
   const auto& tops = states_[s].nodes;
   const auto& flat = g_->flat;
-  int32_t best = INT32_MAX;
+  // Each stack's nearest such entry; the one nearest to the most stacks wins
+  // (then the one nearest a top). Any choice is exact; this one keeps the
+  // other counts out of the frame (a string's stacks, not the stack that
+  // already left the string for the array around it), so it is shared by
+  // every count of the string.
+  struct Vote {
+    int32_t node, stacks, depth;
+  };
+  std::vector<Vote> votes;
   for (int32_t n : tops) {
     int32_t d = 1;
-    for (int32_t x = nodes_[n].parent; x >= 0 && d < best; x = nodes_[x].parent, ++d) {
+    for (int32_t x = nodes_[n].parent; x >= 0; x = nodes_[x].parent, ++d) {
       const Node& nd = nodes_[x];
       if (!g_->is_rep(flat[nd.pos])) continue;
       const Repeat& rep = g_->rep(flat[nd.pos]);
       if (rep.max >= 0 || nd.cnt < rep.min) {
-        out.rep_node = x;
-        best = d;
+        auto v = std::find_if(votes.begin(), votes.end(), [&](const Vote& w) { return w.node == x; });
+        if (v == votes.end())
+          votes.push_back({x, 1, d});
+        else
+          v->stacks += 1, v->depth = std::min(v->depth, d);
         break;
       }
     }
   }
-  if (out.rep_node < 0) return false;
+  if (votes.empty()) return false;
+  const Vote* pick = &votes[0];
+  for (const Vote& v : votes)
+    if (v.stacks > pick->stacks || (v.stacks == pick->stacks && v.depth < pick->depth)) pick = &v;
+  out.rep_node = pick->node;
   const Node r = nodes_[out.rep_node];
   std::vector<Item> inside, others;
   std::vector<int32_t> chain;
@@ -485,24 +504,53 @@ const Matcher::Frame& Matcher::counted_frame_info(int32_t f) {
 // The tokens accepted below the escapes of counted frame `frame` (not at the
 // escape nodes themselves) when the real state past the repetition is
 // `exit`, each with the relative count of its escape; cached per pair.
+// Only children whose byte `exit` accepts can lead anywhere: when the trie
+// has fewer nodes with such bytes than there are escapes (an email's
+// local part is left by '.' or '@' only, from most of the trie), those
+// nodes are the candidates and each is kept when its parent is an escape;
+// otherwise every escape's children are stepped.
 const std::vector<std::pair<int32_t, int32_t>>& Matcher::below_escapes(int32_t frame, const Frame& fr, int32_t exit) {
   const uint64_t k = (static_cast<uint64_t>(frame) << 32) | static_cast<uint32_t>(exit);
   auto it = below_escapes_.find(k);
   if (it != below_escapes_.end()) return it->second;
   std::vector<std::pair<int32_t, int32_t>> out;
   walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
-  for (size_t e = 0; e < fr.escapes.size();) {
-    const int32_t node = fr.escapes[e].first;
-    size_t end = e;
-    while (end < fr.escapes.size() && fr.escapes[end].first == node) ++end;
+  // Walks the subtree of trie node `from` (a child of escape node `node`)
+  // from `exit`, pairing each accepted token with the escapes [e, end).
+  auto walk_below = [&](int32_t node, int32_t from, int32_t to, size_t e, size_t end) {
     walk_stack_[v_->node_depth[node]] = exit;
-    walk_trie(*v_, walk_stack_, node + 1, v_->node_skip[node], [&](int32_t i) { return trie_step(i); },
-              [&](int32_t i, int32_t) {
-                for (int32_t t = v_->node_tok[i]; t < v_->node_tok[i + 1]; ++t)
-                  for (size_t x = e; x < end; ++x) out.emplace_back(fr.escapes[x].second, v_->tok_ids[t]);
-                return true;
-              });
-    e = end;
+    walk_trie(*v_, walk_stack_, from, to, [&](int32_t i) { return trie_step(i); }, [&](int32_t i, int32_t) {
+      for (int32_t t = v_->node_tok[i]; t < v_->node_tok[i + 1]; ++t)
+        for (size_t x = e; x < end; ++x) out.emplace_back(fr.escapes[x].second, v_->tok_ids[t]);
+      return true;
+    });
+  };
+  const ByteSet& first = states_[exit].bytes;
+  size_t candidates = 0;
+  for (int b = 0; b < 256; ++b)
+    if (first.test(static_cast<uint8_t>(b))) candidates += static_cast<size_t>(v_->byte_start[b + 1] - v_->byte_start[b]);
+  if (candidates < fr.escapes.size()) {
+    for (int b = 0; b < 256; ++b) {
+      if (!first.test(static_cast<uint8_t>(b))) continue;
+      for (int32_t x = v_->byte_start[b]; x < v_->byte_start[b + 1]; ++x) {
+        const int32_t c = v_->byte_nodes[x], p = v_->node_parent[c];
+        if (p < 0) continue;
+        auto lo = std::lower_bound(fr.escapes.begin(), fr.escapes.end(), std::pair<int32_t, int32_t>(p, INT32_MIN));
+        auto hi = lo;
+        while (hi != fr.escapes.end() && hi->first == p) ++hi;
+        if (lo != hi)
+          walk_below(p, c, v_->node_skip[c], static_cast<size_t>(lo - fr.escapes.begin()),
+                     static_cast<size_t>(hi - fr.escapes.begin()));
+      }
+    }
+  } else {
+    for (size_t e = 0; e < fr.escapes.size();) {
+      const int32_t node = fr.escapes[e].first;
+      size_t end = e;
+      while (end < fr.escapes.size() && fr.escapes[end].first == node) ++end;
+      walk_below(node, node + 1, v_->node_skip[node], e, end);
+      e = end;
+    }
   }
   cache_bytes_ += out.size() * 2 * sizeof(int32_t);
   return below_escapes_.emplace(k, std::move(out)).first->second;
@@ -652,7 +700,7 @@ bool Matcher::can_continue() const { return !states_[history_.back()].bytes.empt
 
 Matcher::Stats Matcher::stats() const {
   return {mask_calls_, mask_hits_, static_cast<int64_t>(states_.size()), static_cast<int64_t>(nodes_.size()),
-          frame_calls_, frame_hits_, evictions_, undecided_, shared_hits_};
+          frame_calls_, frame_hits_, evictions_, undecided_, shared_hits_, trie_steps_};
 }
 
 }  // namespace pocket::constrain

@@ -103,6 +103,7 @@ class Matcher {
     int64_t frame_masks = 0, frame_hits = 0, evictions = 0;
     int64_t undecided = 0;  // undecided subtrees found by frame walks
     int64_t shared_hits = 0;  // frame walks found in the vocabulary's cache
+    int64_t trie_steps = 0;   // trie nodes stepped through by all walks
   };
   Stats stats() const;
 
@@ -168,6 +169,7 @@ class Matcher {
   // repetition walks them once.
   std::unordered_map<uint64_t, std::vector<std::pair<int32_t, int32_t>>> below_escapes_;
   std::shared_ptr<FrameCache> shared_;  // the vocabulary's frames (null: none)
+  RuleNames rule_names_;                // names of this grammar's rules in that cache's keys
   size_t cache_bytes_ = 0, cache_limit_ = size_t{256} << 20;
   std::vector<int32_t> walk_stack_;
   std::vector<int32_t> history_;  // state after each advance; [0] = start
@@ -175,7 +177,7 @@ class Matcher {
   std::vector<int32_t> scratch_, tags_;
   std::vector<uint64_t> seen_list_;
   std::vector<Item> work_;
-  int64_t mask_calls_ = 0, mask_hits_ = 0, frame_calls_ = 0, frame_hits_ = 0, evictions_ = 0, undecided_ = 0, shared_hits_ = 0;
+  int64_t mask_calls_ = 0, mask_hits_ = 0, frame_calls_ = 0, frame_hits_ = 0, evictions_ = 0, undecided_ = 0, shared_hits_ = 0, trie_steps_ = 0;
 };
 
 }  // namespace pocket::constrain

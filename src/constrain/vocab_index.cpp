@@ -65,14 +65,23 @@ std::shared_ptr<const VocabIndex> VocabIndex::build(std::vector<std::string> byt
   const int32_t nodes = static_cast<int32_t>(v->node_byte.size());
   v->node_tok.push_back(static_cast<int32_t>(v->tok_ids.size()));
   v->node_skip.assign(nodes, nodes);
+  v->node_parent.assign(nodes, -1);
   std::vector<int32_t> open;
   for (int32_t i = 0; i < nodes; ++i) {
     while (!open.empty() && v->node_depth[open.back()] >= v->node_depth[i]) {
       v->node_skip[open.back()] = i;
       open.pop_back();
     }
+    if (!open.empty()) v->node_parent[i] = open.back();
     open.push_back(i);
   }
+  // Nodes by byte: a counting sort keeps each byte's list in preorder.
+  v->byte_start.assign(257, 0);
+  for (uint8_t b : v->node_byte) ++v->byte_start[b + 1];
+  std::partial_sum(v->byte_start.begin(), v->byte_start.end(), v->byte_start.begin());
+  v->byte_nodes.resize(nodes);
+  std::vector<int32_t> fill(v->byte_start.begin(), v->byte_start.end() - 1);
+  for (int32_t i = 0; i < nodes; ++i) v->byte_nodes[fill[v->node_byte[i]]++] = i;
   v->bytes = std::move(bytes);
   v->excluded = std::move(excluded);
   v->eos_ids = std::move(eos_ids);

@@ -28,6 +28,9 @@ struct VocabIndex {
   std::vector<int32_t> node_skip;    // index just past the node's subtree
   std::vector<int32_t> node_tok;     // tokens ending at node i: tok_ids[node_tok[i] .. node_tok[i+1])
   std::vector<int32_t> tok_ids;
+  std::vector<int32_t> node_parent;  // -1 for children of the root
+  // The nodes whose byte is b, in preorder: byte_nodes[byte_start[b] .. byte_start[b + 1]).
+  std::vector<int32_t> byte_nodes, byte_start;
   int max_depth = 0;
   // Frame walks shared by every matcher on this vocabulary (frame_cache.h).
   std::shared_ptr<FrameCache> frame_cache;

@@ -12,6 +12,10 @@
 // invariance holds for both types).
 //   static void softmax(float* x, int n);
 //   static constexpr int kLanes;   // head_dim must be a multiple of this
+//   template <class P> static void widen(P p, int n, float* out);
+//       out[i] = element i of p (as the loads read it), n a multiple of kLanes
+//   template <class P> static constexpr bool kWidenRows;  // whether widening P pays
+// and the loads also take const float* (rows the driver widened itself).
 // Included only by ISA-specific translation units; unnamed namespace for
 // the reason given in x86_vec.h.
 #pragma once
@@ -41,6 +45,16 @@ inline void prefetch_row(const T* row, int hd) {
   const char* p = reinterpret_cast<const char*>(row);
   for (int b = 0; b < hd * static_cast<int>(sizeof(T)); b += 64) __builtin_prefetch(p + b);
 }
+// Widened rows (below) are in L1 already.
+inline void prefetch_row(const float*, int) {}
+
+// With more than one pair of queries, the driver widens each block of K and
+// V rows to float once (in a stack buffer of this many floats, 32 KB) and
+// every pair reads the floats, instead of every pair converting the same
+// fp16/int8/4-bit rows again: the conversion dominated prefill at long
+// contexts. It is exact, so scores and outputs are bit for bit those of the
+// direct path (decode, with one pair, still reads the cache directly).
+constexpr int kWidenFloats = 8192;
 
 // Element `elem` of q4 rows starting at `base` (kernels::Q4Rows layout;
 // the SIMD loops take head_dim a multiple of 32, so every group holds 32
@@ -84,11 +98,64 @@ constexpr int lanes_needed(int lanes) {
   return std::is_same_v<P, Q4Ptr> ? 32 : lanes;  // q4: whole groups of 32
 }
 
+// The q8 cache's scores (kernels.h): the query quantized as a cache row is,
+// score = float(sum_i qcode_i * kcode_i) * (q_scale * scale) * k_scale[t].
+// The integer dot product is exact on every level; through float FMAs too,
+// since every partial sum is an integer of magnitude <= 127 * 127 * head_dim
+// < 2^24 for head_dim <= kQ8MaxHeadDim, so q8 scores are the same bits on
+// every ISA and for every grouping of queries. An ISA may supply
+//   static void q8_scores(const int8_t* const* q, const int* q_sum, int n_q, const int8_t* k, int span, int hd,
+//                         float* const* s, uint8_t* buf);
+//       s[j][t] = float(q_j . K[t]), t in [0, span) (q_sum[j]: the sum of
+//       q_j's codes; buf: kWidenFloats * 4 bytes of scratch, 64-aligned)
+// with integer instructions (VNNI); otherwise its float scores() runs on the
+// codes as floats.
+constexpr int kQ8MaxHeadDim = 256;
+template <class Ops>
+concept HasQ8Dots = requires(const int8_t* const* q, const int* q_sum, const int8_t* k, float* const* s, uint8_t* b) {
+  Ops::q8_scores(q, q_sum, 0, k, 0, 0, s, b);
+};
+
+// The integer scores one sum at a time, for head sizes an ISA's q8_scores
+// loops do not take.
+inline void q8_scores_one_by_one(const int8_t* const* q, int n_q, const int8_t* k, int span, int hd, float* const* s) {
+  for (int j = 0; j < n_q; ++j)
+    for (int t = 0; t < span; ++t) {
+      int32_t dot = 0;
+      for (int i = 0; i < hd; ++i) dot += q[j][i] * k[static_cast<size_t>(t) * hd + i];
+      s[j][t] = static_cast<float>(dot);
+    }
+}
+
+// q8_scores of an ISA with q8_dots<NQ>(q, k, n_t, hd, s, t0) for NQ = 2 and
+// 1 over a block of keys, head_dim a multiple of `bytes` (else one by one).
+template <class Ops>
+void q8_scores_in_pairs(const int8_t* const* q, int n_q, const int8_t* k, int span, int hd, float* const* s,
+                        int bytes) {
+  if (hd % bytes != 0) {
+    q8_scores_one_by_one(q, n_q, k, span, hd, s);
+    return;
+  }
+  for (int t0 = 0; t0 < span; t0 += kAttnBlock) {
+    const int n_t = std::min(kAttnBlock, span - t0);
+    const int8_t* kb = k + static_cast<size_t>(t0) * hd;
+    int j = 0;
+    for (; j + 2 <= n_q; j += 2) Ops::template q8_dots<2>(q + j, kb, n_t, hd, s + j, t0);
+    if (j < n_q) Ops::template q8_dots<1>(q + j, kb, n_t, hd, s + j, t0);
+  }
+}
+
+// An ISA's values() may take more than 2 queries at a time (kValueQueries);
+// each output still sums its positions in order, so grouping changes no bit.
+template <class Ops>
+concept HasValueQueries = requires { Ops::kValueQueries; };
+
 // k_scale / v_scale: the row scales of a q8 or q4 cache, null for fp16.
 template <class Ops, class P>
 void attention_heads_blocked(const AttentionQueries& qs, P k, const float* k_scale, P v, const float* v_scale, int hd,
                              float scale, float* scratch) {
-  if (hd % lanes_needed<P>(Ops::kLanes) != 0) {
+  constexpr bool q8 = std::is_same_v<P, const int8_t*>;
+  if (hd % lanes_needed<P>(Ops::kLanes) != 0 || (q8 && hd > kQ8MaxHeadDim)) {
     attention_fallback(qs, k, k_scale, v, v_scale, hd, scale, scratch);
     return;
   }
@@ -101,17 +168,69 @@ void attention_heads_blocked(const AttentionQueries& qs, P k, const float* k_sca
   const int span = max_ctx - lo;
   float* s[kMaxAttentionQueries];
   for (int j = 0; j < qs.n; ++j) s[j] = scratch + static_cast<size_t>(j) * span;
+  const bool widen = qs.n > 2 && hd <= kWidenFloats / 4 && Ops::template kWidenRows<P>;
+  const int block = widen ? std::min(kAttnBlock, kWidenFloats / hd) : kAttnBlock;
+  // (GCC cannot see that widen() writes every float a load then reads, and
+  // warns "may be used uninitialized" in the inlined loads: a false alarm.)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+  alignas(64) float rows[kWidenFloats];
   // Scores for every query over the whole span (a query's positions outside
   // its own [first, n_ctx) are valid rows of other tokens; the mask drops them).
-  for (int t0 = 0; t0 < span; t0 += kAttnBlock) {
-    const int n_t = std::min(kAttnBlock, span - t0);
-    const P kb = k + static_cast<size_t>(t0) * hd;
+  // q8: the queries' codes, as bytes and (for float scores) as floats.
+  alignas(64) int8_t q_code[q8 ? kMaxAttentionQueries * kQ8MaxHeadDim : 1];
+  alignas(64) float q_int[q8 && !HasQ8Dots<Ops> ? kMaxAttentionQueries * kQ8MaxHeadDim : 1];
+  const int8_t* q_codes[kMaxAttentionQueries];
+  const float* q_ints[kMaxAttentionQueries];
+  int q_sum[kMaxAttentionQueries];
+  float q_factor[kMaxAttentionQueries];  // q_scale * scale
+  const float* const* q = qs.q;
+  float score_scale = scale;
+  if constexpr (q8) {
+    for (int j = 0; j < qs.n; ++j) {
+      int8_t* c = q_code + static_cast<size_t>(j) * hd;
+      float q_scale;
+      quantize_row_q8(qs.q[j], c, &q_scale, hd);
+      q_factor[j] = q_scale * scale;
+      q_codes[j] = c;
+      q_sum[j] = 0;
+      for (int i = 0; i < hd; ++i) q_sum[j] += c[i];
+      if constexpr (!HasQ8Dots<Ops>) {
+        float* f = q_int + static_cast<size_t>(j) * hd;
+        for (int i = 0; i < hd; ++i) f[i] = c[i];
+        q_ints[j] = f;
+      }
+    }
+    q = q_ints;
+    score_scale = 1.0f;
+  }
+  auto score_block = [&](auto kb, int n_t, int t0) {
     int j = 0;
-    for (; j + 2 <= qs.n; j += 2) Ops::template scores<2>(qs.q + j, kb, n_t, hd, scale, s + j, t0);
-    if (j < qs.n) Ops::template scores<1>(qs.q + j, kb, n_t, hd, scale, s + j, t0);
-    if (k_scale)
-      for (j = 0; j < qs.n; ++j)
+    for (; j + 2 <= qs.n; j += 2) Ops::template scores<2>(q + j, kb, n_t, hd, score_scale, s + j, t0);
+    if (j < qs.n) Ops::template scores<1>(q + j, kb, n_t, hd, score_scale, s + j, t0);
+  };
+  if constexpr (q8 && HasQ8Dots<Ops>)
+    Ops::q8_scores(q_codes, q_sum, qs.n, k, span, hd, s, reinterpret_cast<uint8_t*>(rows));
+  for (int t0 = 0; t0 < span; t0 += block) {
+    const int n_t = std::min(block, span - t0);
+    const P kb = k + static_cast<size_t>(t0) * hd;
+    if constexpr (q8 && HasQ8Dots<Ops>) {
+      // scored above
+    } else if (widen) {
+      Ops::widen(kb, n_t * hd, rows);
+      score_block(static_cast<const float*>(rows), n_t, t0);
+    } else {
+      score_block(kb, n_t, t0);
+    }
+    if constexpr (q8) {
+      for (int j = 0; j < qs.n; ++j)
+        for (int t = t0; t < t0 + n_t; ++t) s[j][t] = s[j][t] * q_factor[j] * k_scale[t];
+    } else if (k_scale) {
+      for (int j = 0; j < qs.n; ++j)
         for (int t = t0; t < t0 + n_t; ++t) s[j][t] *= k_scale[t];
+    }
   }
   for (int j = 0; j < qs.n; ++j) {
     const int a = qs.first[j] - lo, b = qs.n_ctx[j] - lo;
@@ -121,13 +240,27 @@ void attention_heads_blocked(const AttentionQueries& qs, P k, const float* k_sca
     if (v_scale)
       for (int t = a; t < b; ++t) s[j][t] *= v_scale[t];
   }
-  for (int t0 = 0; t0 < span; t0 += kAttnBlock) {
-    const int n_t = std::min(kAttnBlock, span - t0);
-    const P vb = v + static_cast<size_t>(t0) * hd;
+  auto value_block = [&](auto vb, int n_t, int t0) {
     int j = 0;
+    if constexpr (HasValueQueries<Ops>)
+      for (; j + Ops::kValueQueries <= qs.n; j += Ops::kValueQueries)
+        Ops::template values<Ops::kValueQueries>(s + j, vb, n_t, hd, qs.out + j, t0, t0 == 0);
     for (; j + 2 <= qs.n; j += 2) Ops::template values<2>(s + j, vb, n_t, hd, qs.out + j, t0, t0 == 0);
     if (j < qs.n) Ops::template values<1>(s + j, vb, n_t, hd, qs.out + j, t0, t0 == 0);
+  };
+  for (int t0 = 0; t0 < span; t0 += block) {
+    const int n_t = std::min(block, span - t0);
+    const P vb = v + static_cast<size_t>(t0) * hd;
+    if (widen) {
+      Ops::widen(vb, n_t * hd, rows);
+      value_block(static_cast<const float*>(rows), n_t, t0);
+    } else {
+      value_block(vb, n_t, t0);
+    }
   }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 }
 
 }  // namespace

@@ -81,6 +81,11 @@ struct Q8Rows {
   const float* scale;
 };
 // attention_heads over int8 K and V rows, read as stored (no fp16 copy).
+// The query is quantized as a row is (quantize_row_q8: codes c, scale qs)
+// and a score is the integer dot product of the codes,
+//   float(sum_i c_i * K[t]_i) * (qs * scale) * k.scale[t],
+// evaluated in that order: the same bits on every ISA and batch (VNNI,
+// dotprod or exact float sums), at int8 speed where the CPU has it.
 void attention_heads_q8(const AttentionQueries& qs, Q8Rows k, Q8Rows v, int head_dim, float scale, float* scratch);
 // One row to int8 with one scale: scale = max|x| / 127 (0 for a zero row),
 // y[i] = round(x[i] / scale), ties away from zero. The same on every ISA.

@@ -90,6 +90,7 @@ inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(
 inline __m256 load8(const int8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 // 8 elements of a q4 row (one nibble side of 8 bytes), as code - 8.
 inline __m256 load8(Q4Ptr p) {
   __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p.bytes())));
@@ -101,6 +102,15 @@ inline __m256 load8(Q4Ptr p) {
 struct AttentionOpsAvx2 {
   static constexpr int kLanes = 8;
   static void softmax(float* x, int n) { softmax_avx2(x, n); }
+  // Widen K/V blocks once per task (attention_impl.h): not fp16: F16C
+  // converts 8 values in one instruction, and reading the floats back costs
+  // more (measured 9.4 -> 11.2 ns per query and position).
+  template <class P>
+  static constexpr bool kWidenRows = !std::is_same_v<P, const uint16_t*>;
+  template <class P>
+  static void widen(P p, int n, float* out) {
+    for (int i = 0; i < n; i += 8) _mm256_store_ps(out + i, load8(p + i));
+  }
 
   // s_j[t0 + t] = scale * q_j . K[t] for t in [0, n_t), for NQ (1 or 2) queries
   // at once. Four positions per step: each K chunk converted feeds 4 * NQ
@@ -138,6 +148,51 @@ struct AttentionOpsAvx2 {
         store_lanes(s[j] + t0 + t, r, valid);
       }
     }
+  }
+
+  // q8 scores as integers (HasQ8Dots in attention_impl.h) for head_dim a
+  // multiple of 32, four positions and two queries per step: vpmaddubsw
+  // multiplies unsigned by signed bytes, so it takes |q| and k * sign(q)
+  // (vpsignb); with codes in [-127, 127] a pair of products stays inside
+  // int16 (2 * 127 * 127 < 32767), and vpmaddwd widens the pairs to int32.
+  template <int NQ>
+  static void q8_dots(const int8_t* const* q, const int8_t* k, int n_t, int hd, float* const* s, int t0) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int t = 0; t < n_t; t += 4) {
+      const int valid = std::min(4, n_t - t);
+      __m256i acc[NQ][4];
+      for (int j = 0; j < NQ; ++j)
+        for (int p = 0; p < 4; ++p) acc[j][p] = _mm256_setzero_si256();
+      const int8_t* kt = k + static_cast<size_t>(t) * hd;
+      const int8_t* rows[4];
+      for (int p = 0; p < 4; ++p) rows[p] = kt + std::min(p, valid - 1) * hd;
+      for (int p = 0; p < 4; ++p) prefetch_row(kt + (kAttnPrefetchRows + p) * hd, hd);
+      for (int d = 0; d < hd; d += 32) {
+        __m256i qd[NQ], qa[NQ];
+        for (int j = 0; j < NQ; ++j) {
+          qd[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q[j] + d));
+          qa[j] = _mm256_sign_epi8(qd[j], qd[j]);
+        }
+        for (int p = 0; p < 4; ++p) {
+          const __m256i kv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[p] + d));
+          for (int j = 0; j < NQ; ++j) {
+            const __m256i pairs = _mm256_maddubs_epi16(qa[j], _mm256_sign_epi8(kv, qd[j]));
+            acc[j][p] = _mm256_add_epi32(acc[j][p], _mm256_madd_epi16(pairs, ones));
+          }
+        }
+      }
+      for (int j = 0; j < NQ; ++j) {
+        const __m256i h =
+            _mm256_hadd_epi32(_mm256_hadd_epi32(acc[j][0], acc[j][1]), _mm256_hadd_epi32(acc[j][2], acc[j][3]));
+        const __m128i r = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+        store_lanes(s[j] + t0 + t, _mm_cvtepi32_ps(r), valid);
+      }
+    }
+  }
+
+  static void q8_scores(const int8_t* const* q, const int*, int n_q, const int8_t* k, int span, int hd,
+                        float* const* s, uint8_t*) {
+    q8_scores_in_pairs<AttentionOpsAvx2>(q, n_q, k, span, hd, s, 32);
   }
 
   // out_j += sum_t p_j[t0 + t] V[t] over t in [0, n_t) (out_j = ... when

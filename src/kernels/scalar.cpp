@@ -101,6 +101,16 @@ void attention_heads_ref(const AttentionQueries& qs, const uint16_t* k, const ui
 // scale applied to its dot product (keys) or to its softmax weight
 // (values). code(row, t, i) reads element i of row t as stored.
 template <class Rows, class Code>
+void softmax_values_ref(float* scores, int n_ctx, Rows v, int head_dim, float* out, Code code) {
+  softmax_ref(scores, n_ctx);
+  for (int i = 0; i < head_dim; ++i) out[i] = 0.0f;
+  for (int t = 0; t < n_ctx; ++t) {
+    const float p = scores[t] * v.scale[t];
+    for (int i = 0; i < head_dim; ++i) out[i] += p * static_cast<float>(code(v, t, i));
+  }
+}
+
+template <class Rows, class Code>
 void attention_scaled_ref(const float* q, Rows k, Rows v, int n_ctx, int head_dim, float scale, float* scratch,
                           float* out, Code code) {
   for (int t = 0; t < n_ctx; ++t) {
@@ -108,21 +118,27 @@ void attention_scaled_ref(const float* q, Rows k, Rows v, int n_ctx, int head_di
     for (int i = 0; i < head_dim; ++i) dot += static_cast<double>(q[i]) * code(k, t, i);
     scratch[t] = static_cast<float>(dot * k.scale[t]) * scale;
   }
-  softmax_ref(scratch, n_ctx);
-  for (int i = 0; i < head_dim; ++i) out[i] = 0.0f;
-  for (int t = 0; t < n_ctx; ++t) {
-    const float p = scratch[t] * v.scale[t];
-    for (int i = 0; i < head_dim; ++i) out[i] += p * static_cast<float>(code(v, t, i));
-  }
+  softmax_values_ref(scratch, n_ctx, v, head_dim, out, code);
 }
 
+// The q8 cache's scores are integer dot products with the query quantized
+// as a cache row is (kernels.h): the same bits on every level.
 void attention_heads_q8_ref(const AttentionQueries& qs, Q8Rows k, Q8Rows v, int head_dim, float scale, float* scratch) {
   auto code = [head_dim](Q8Rows r, int t, int i) { return r.q[static_cast<size_t>(t) * head_dim + i]; };
+  std::vector<int8_t> q_code(head_dim);
   for (int j = 0; j < qs.n; ++j) {
-    const size_t first = static_cast<size_t>(qs.first[j]);
-    attention_scaled_ref(qs.q[j], Q8Rows{k.q + first * head_dim, k.scale + first},
-                         Q8Rows{v.q + first * head_dim, v.scale + first}, qs.n_ctx[j] - qs.first[j], head_dim, scale,
-                         scratch, qs.out[j], code);
+    float q_scale;
+    quantize_row_q8(qs.q[j], q_code.data(), &q_scale, head_dim);
+    const float q_factor = q_scale * scale;
+    const int n_ctx = qs.n_ctx[j] - qs.first[j];
+    const int8_t* kj = k.q + static_cast<size_t>(qs.first[j]) * head_dim;
+    for (int t = 0; t < n_ctx; ++t) {
+      int64_t dot = 0;
+      for (int i = 0; i < head_dim; ++i) dot += q_code[i] * kj[static_cast<size_t>(t) * head_dim + i];
+      scratch[t] = static_cast<float>(dot) * q_factor * k.scale[qs.first[j] + t];
+    }
+    softmax_values_ref(scratch, n_ctx, Q8Rows{v.q + static_cast<size_t>(qs.first[j]) * head_dim, v.scale + qs.first[j]},
+                       head_dim, qs.out[j], code);
   }
 }
 

@@ -152,5 +152,60 @@ TEST(ConstrainMaskCache, FrameWalksAreSharedAcrossGrammarsOfOneVocabulary) {
   }
 }
 
+TEST(ConstrainMaskCache, OneWalkServesEveryCountOfAStringInAnArray) {
+  // A bounded string as the second item of a bounded array: its state holds
+  // the string's stacks and one that already closed the string (into the
+  // array's repetition). The split must be around the string, so every
+  // count of it shares one frame walk; split around the array, each count
+  // was a walk of its own. Masks equal the reference at every count.
+  const std::vector<std::string> units = {"[", "]", "\"", "a", "b", ",", "\\", "\xE4\xB8\xAD"};
+  std::mt19937 rng(11);
+  auto v = test_vocab(units, 200, rng);
+  ConstraintSpec spec;
+  spec.kind = ConstraintSpec::Kind::JsonSchema;
+  spec.text = R"({"type":"array","items":{"type":"string","maxLength":6},"minItems":1,"maxItems":4})";
+  auto m = compile_constraint(spec, v)->matcher();
+  ASSERT_TRUE(m.advance_bytes(R"(["ab",")"));
+  int64_t walks = -1;
+  for (const char* ch : {"a", "b", "\xE4\xB8\xAD", "a", "b", "a"}) {
+    ASSERT_TRUE(m.advance_bytes(ch)) << ch;
+    expect_reference(m, *v, std::string("after ") + ch);
+    if (HasFatalFailure()) return;
+    const auto st = m.stats();
+    if (walks < 0) walks = st.frame_masks - st.frame_hits;
+    EXPECT_EQ(st.frame_masks - st.frame_hits, walks) << "a new frame walk at count " << m.advances() - 1;
+  }
+  for (int seed = 0; seed < 4; ++seed) {
+    check_caches(compile_constraint(spec, v)->grammar, v, rng, 16, "array of strings");
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(ConstrainMaskCache, LeavingACountedRepetitionByAFewBytesEqualsTheReference) {
+  // An email's local part (atext{1,32}) is left by '.' or '@' only: the walk
+  // below its escapes starts from the few trie nodes with those bytes
+  // instead of every escape's children (most tokens here are atext, so the
+  // candidates are fewer than the escapes). Every mask along walks through
+  // the local part, the dots, the '@' and the domain equals the reference.
+  const std::vector<std::string> units = {"ab", "c", "x1", "-", ".", "@", "\"", "{", "}", ":", "e"};
+  std::mt19937 rng(13);
+  auto v = test_vocab(units, 400, rng);
+  ConstraintSpec spec;
+  spec.kind = ConstraintSpec::Kind::JsonSchema;
+  spec.text = R"({"type":"object","properties":{"e":{"type":"string","format":"email"}},"required":["e"],"additionalProperties":false})";
+  auto c = compile_constraint(spec, v);
+  auto m = c->matcher();
+  ASSERT_TRUE(m.advance_bytes(R"({"e":")"));
+  for (const char* part : {"a", "b", "c", ".", "x", "1", "@", "a", "b", "-", "c", ".", "e"}) {
+    expect_reference(m, *v, std::string("before ") + part);
+    if (HasFatalFailure()) return;
+    ASSERT_TRUE(m.advance_bytes(part)) << part;
+  }
+  for (int seed = 0; seed < 4; ++seed) {
+    check_caches(c->grammar, v, rng, 20, "email");
+    if (HasFatalFailure()) return;
+  }
+}
+
 }  // namespace
 }  // namespace pocket::constrain

@@ -170,6 +170,8 @@ TEST(Attention, QuantizeRowQ8RoundsToTheNearestStep) {
 
 // The scalar twin of a quantized cache against the formula over the values
 // the rows stand for (QInputs::value), some queries with a sliding window.
+// With a q8 cache the query takes part as its own int8 row stands for it
+// (kernels.h), so the formula uses that too.
 template <class QInputs, class Run>
 void expect_scalar_quantized_matches_formula(Run run) {
   const Case c{24, 6, 9};
@@ -183,9 +185,16 @@ void expect_scalar_quantized_matches_formula(Run run) {
     const int a = in.qs.first[j], n = in.qs.n_ctx[j];
     std::vector<double> p(n);
     double mx = -1e300, z = 0;
+    std::vector<double> q(in.q[j].begin(), in.q[j].end());
+    if constexpr (std::is_same_v<QInputs, Q8Inputs>) {
+      std::vector<int8_t> code(c.head_dim);
+      float q_scale;
+      quantize_row_q8(in.q[j].data(), code.data(), &q_scale, c.head_dim);
+      for (int d = 0; d < c.head_dim; ++d) q[d] = double(code[d]) * q_scale;
+    }
     for (int t = a; t < n; ++t) {
       double dot = 0;
-      for (int d = 0; d < c.head_dim; ++d) dot += double(in.q[j][d]) * rows.value(0, t, d);
+      for (int d = 0; d < c.head_dim; ++d) dot += q[d] * rows.value(0, t, d);
       p[t] = dot * scale;
       mx = std::max(mx, p[t]);
     }
