@@ -156,13 +156,7 @@ class Bytes {
 class Stream {
  public:
   explicit Stream(std::string_view s) : s_(s) {}
-  // (A wrapping index, not i % size: the division per byte was a tenth of
-  // fuzz_ops_diff's time.)
-  uint8_t next() {
-    if (s_.empty()) return static_cast<uint8_t>(i_++ * 37 + 11);
-    if (i_ == s_.size()) i_ = 0;
-    return static_cast<uint8_t>(s_[i_++]);
-  }
+  uint8_t next() { return s_.empty() ? static_cast<uint8_t>(i_++ * 37 + 11) : static_cast<uint8_t>(s_[i_++ % s_.size()]); }
 
  private:
   std::string_view s_;
