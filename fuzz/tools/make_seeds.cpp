@@ -5,6 +5,8 @@
 // files (PQ4/PQ8 + pocket.tokenizer), safetensors and Hugging Face folders
 // (single file and sharded index), llama2.c checkpoints (legacy and v1) with
 // a small tokenizer.bin, binary tokenizers, chat templates and texts.
+// DFlash draft vocabulary rankings and Pocket draft files come from the
+// small draft of dflash_setup.h.
 // Multi-file seeds are joined with fuzz_util.h's separator line.
 // Run by scripts/fuzz.sh --seeds (the committed corpora were made with it).
 #include <cstdio>
@@ -18,6 +20,7 @@
 #include "formats/hf_folder.h"
 #include "formats/llama2c.h"
 #include "formats/safetensors.h"
+#include "dflash_setup.h"
 #include "fuzz_util.h"
 #include "heads/head_file.h"
 #include "state/session_state.h"
@@ -448,6 +451,37 @@ void write_seeds() {
       if (n == 9) conversation.insert(conversation.end(), {3, 4});
       save_session_state(tmp, *model, ctx.cache, {tokens, conversation});
       put("session_state", "tokens" + std::to_string(n) + ".state", read_all(tmp));
+    }
+  }
+
+  // --- draft_vocab: option byte (bits 0-2 the --draft-vocab size, bit 7
+  // convert-draft, bit 6 PQ8) + a ranking of the tiny target's 300 tokens;
+  // draft_file: Pocket draft files of the small draft by convert-draft ---
+  {
+    const int vocab = 300;
+    auto ranking = [&](int n, const char* eol) {
+      std::string t = "pocket-draft-vocab 1 " + std::to_string(vocab) + eol;
+      for (int i = 0; i < n; ++i) t += std::to_string((i * 7 + 3) % vocab) + eol;
+      return t;
+    };
+    put("draft_vocab", "all-300", std::string("\x00", 1) + ranking(vocab, "\n"));
+    put("draft_vocab", "top-40-convert", std::string("\x84") + ranking(40, "\n"));
+    put("draft_vocab", "top-8-crlf-pq8", std::string("\xc2") + ranking(8, "\r\n"));
+    put("draft_vocab", "one-too-few", std::string("\x05") + ranking(1, "\n"));
+    const std::string dir = fuzz::scratch_path("seeds-dflash", "");
+    fuzz::small_dflash_draft().write(dir, 64);
+    const std::string tmp = fuzz::scratch_path("seeds", "draft.pocket");
+    struct FileSeed {
+      const char* name;
+      DType type;
+      int ranked;
+    };
+    for (const FileSeed& f : {FileSeed{"pq4-ranked-300.pocket", DType::PQ4, vocab}, FileSeed{"pq8-ranked-40.pocket", DType::PQ8, 40},
+                              FileSeed{"f16-unranked.pocket", DType::F16, 0}}) {
+      fuzz::remove_file(dir + "/" + kDraftVocabFileName);
+      if (f.ranked) fuzz::write_file(dir + "/" + kDraftVocabFileName, ranking(f.ranked, "\n"));
+      convert_dflash_draft(dir, tmp, {f.type, 32});
+      put("draft_file", f.name, read_all(tmp));
     }
   }
 }

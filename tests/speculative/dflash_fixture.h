@@ -38,7 +38,13 @@ struct Draft {
   std::vector<int> taps = {0, 1};
   std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> w;
 
-  explicit Draft(int H, uint64_t seed = 7) {
+  explicit Draft(int H, uint64_t seed = 7) { randomize(H, seed); }
+  // For another shape: default-construct, set the shape fields, randomize.
+  Draft() = default;
+
+  // Draws every tensor of the current shape for hidden size H.
+  void randomize(int H, uint64_t seed) {
+    w.clear();
     std::mt19937_64 rng(seed);
     auto add = [&](const std::string& name, std::vector<int64_t> shape, float scale, float offset = 0) {
       int64_t n = 1;
