@@ -158,7 +158,7 @@ else
     'acc[t] = V::fma(m, V::set1(xsum[t]), V::fma(gacc[t], s, acc[t]));' \
     'acc[t] = V::fma(m, V::set1(xsum[t] * 1.001f), V::fma(gacc[t], s, acc[t]));'
   # q4 KV rows: the NEON load reads the other nibble side.
-  mutation neon-q4-kv-nibble-side src/kernels/ops_neon.cpp \
+  mutation neon-q4-kv-nibble-side src/kernels/attention_neon.h \
     'b = p.high() ? vshr_n_u8(b, 4) : vand_u8(b, vdup_n_u8(15));' \
     'b = p.high() ? vand_u8(b, vdup_n_u8(15)) : vshr_n_u8(b, 4);'
   # NEON (no dotprod) PQ8: one int16 product lane subtracted (sign flip).
@@ -177,7 +177,7 @@ else
   mutation neon-rmsnorm-eps-x2 src/kernels/ops_neon.cpp \
     'std::sqrt(ss / static_cast<float>(n) + eps)' \
     'std::sqrt(ss / static_cast<float>(n) + 2.0f * eps)'
-  mutation neon-softmax-no-max-subtraction src/kernels/ops_neon.cpp \
+  mutation neon-softmax-no-max-subtraction src/kernels/attention_neon.h \
     'const float32x4_t vm = vdupq_n_f32(mx);' \
     'const float32x4_t vm = vdupq_n_f32(0.0f);'
   mutation neon-swiglu-sigmoid-sign src/kernels/ops_neon.cpp \
