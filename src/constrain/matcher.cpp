@@ -525,7 +525,7 @@ const std::vector<std::pair<int32_t, int32_t>>& Matcher::below_escapes(int32_t f
       return true;
     });
   };
-  const ByteSet& first = states_[exit].bytes;
+  const ByteSet first = states_[exit].bytes;  // a copy: the walks below add states (states_ may reallocate)
   size_t candidates = 0;
   for (int b = 0; b < 256; ++b)
     if (first.test(static_cast<uint8_t>(b))) candidates += static_cast<size_t>(v_->byte_start[b + 1] - v_->byte_start[b]);
