@@ -177,8 +177,6 @@ void attention_heads_blocked(const AttentionQueries& qs, P k, const float* k_sca
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
   alignas(64) float rows[kWidenFloats];
-  // Scores for every query over the whole span (a query's positions outside
-  // its own [first, n_ctx) are valid rows of other tokens; the mask drops them).
   // q8: the queries' codes, as bytes and (for float scores) as floats.
   alignas(64) int8_t q_code[q8 ? kMaxAttentionQueries * kQ8MaxHeadDim : 1];
   alignas(64) float q_int[q8 && !HasQ8Dots<Ops> ? kMaxAttentionQueries * kQ8MaxHeadDim : 1];
@@ -206,6 +204,8 @@ void attention_heads_blocked(const AttentionQueries& qs, P k, const float* k_sca
     q = q_ints;
     score_scale = 1.0f;
   }
+  // Scores for every query over the whole span (a query's positions outside
+  // its own [first, n_ctx) are valid rows of other tokens; the mask drops them).
   auto score_block = [&](auto kb, int n_t, int t0) {
     int j = 0;
     for (; j + 2 <= qs.n; j += 2) Ops::template scores<2>(q + j, kb, n_t, hd, score_scale, s + j, t0);
