@@ -36,13 +36,7 @@ struct AttentionOpsDotprod : AttentionOpsNeon {
       for (int j = 0; j < NQ; ++j) {
         const float32x4_t r =
             vcvtq_f32_s32(vpaddq_s32(vpaddq_s32(acc[j][0], acc[j][1]), vpaddq_s32(acc[j][2], acc[j][3])));
-        if (valid == 4) {
-          vst1q_f32(s[j] + t0 + t, r);
-        } else {
-          float tmp[4];
-          vst1q_f32(tmp, r);
-          std::copy(tmp, tmp + valid, s[j] + t0 + t);
-        }
+        store_lanes(s[j] + t0 + t, r, valid);
       }
     }
   }

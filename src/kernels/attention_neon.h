@@ -65,6 +65,18 @@ inline void softmax_neon(float* x, int n) {
 }
 
 
+// Stores the first `valid` (1..4) lanes of r at dst: four attention scores
+// at a time, the last step of a block possibly short (as x86_math.h's).
+inline void store_lanes(float* dst, float32x4_t r, int valid) {
+  if (valid == 4) {
+    vst1q_f32(dst, r);
+  } else {
+    float tmp[4];
+    vst1q_f32(tmp, r);
+    std::copy(tmp, tmp + valid, dst);
+  }
+}
+
 inline float32x4_t load4(const uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
 // 4 int8 values of a q8 row, widened to float (the driver applies the scale);
 // read as 4 bytes, never past the row.
@@ -127,13 +139,7 @@ struct AttentionOpsNeon {
       for (int j = 0; j < NQ; ++j) {
         const float32x4_t r = vmulq_n_f32(
             vpaddq_f32(vpaddq_f32(acc[j][0], acc[j][1]), vpaddq_f32(acc[j][2], acc[j][3])), scale);
-        if (valid == 4) {
-          vst1q_f32(s[j] + t0 + t, r);
-        } else {
-          float tmp[4];
-          vst1q_f32(tmp, r);
-          std::copy(tmp, tmp + valid, s[j] + t0 + t);
-        }
+        store_lanes(s[j] + t0 + t, r, valid);
       }
     }
   }
