@@ -39,9 +39,11 @@ constexpr int kGemmTokens = 4;   // tokens per register block (the lanes of an a
 constexpr int kGemmBatch = 16;   // tokens interleaved at a time (each pass streams the weights once)
 
 // A batch of up to kGemmBatch tokens' quantized activations, interleaved by
-// token tile: for tile k and block b, 128 bytes where bytes 16j..16j+15 are
-// columns 4j..4j+3 of the tile's 4 tokens (token t in lane t), so one sdot
-// by element serves a weight register and one token; a tile's block scales
+// token tile of 4: for tile k and block b, 128 bytes. Layout kLanes (sdot):
+// bytes 16j..16j+15 are columns 4j..4j+3 of the tile's 4 tokens (token t in
+// lane t), so one sdot by element serves a weight register and one token.
+// Layout kPairs (smmla, kernels_i8mm.cpp): bytes 16(2o+p)..+15 are columns
+// 8o..8o+7 of tokens 2p and 2p+1, one smmla operand. A tile's block scales
 // and sums are 4 floats (token t in lane t). Missing tokens are zeros.
 struct GemmActs {
   int64_t nb = 0;  // blocks per row
@@ -52,8 +54,10 @@ struct GemmActs {
   const float* scales(int k) const { return d.data() + static_cast<int64_t>(k) * nb * 4; }
   const float* sums(int k) const { return s.data() + static_cast<int64_t>(k) * nb * 4; }
 
+  enum Layout { kLanes, kPairs };
+
   // Tokens [t0, t0 + count) of `a`.
-  void fill(const ActBlocks& a, int t0, int count) {
+  void fill(const ActBlocks& a, int t0, int count, Layout layout = kLanes) {
     nb = a.nb;
     const int tiles = (count + kGemmTokens - 1) / kGemmTokens;
     q.assign(static_cast<size_t>(tiles * nb * 128), 0);
@@ -64,17 +68,25 @@ struct GemmActs {
       const int8x16_t zero = vdupq_n_s8(0);
       for (int t = 0; t < kGemmTokens; ++t) x[t] = kGemmTokens * k + t < count ? a.row(t0 + kGemmTokens * k + t) : nullptr;
       int8_t* out = q.data() + static_cast<int64_t>(k) * nb * 128;
-      for (int64_t c = 0; c < nb * 2; ++c) {  // 16 columns: a 4x4 transpose of 32-bit words
+      for (int64_t c = 0; c < nb * 2; ++c) {  // 16 columns
         int32x4_t v[kGemmTokens];
         for (int t = 0; t < kGemmTokens; ++t) v[t] = vreinterpretq_s32_s8(x[t] ? vld1q_s8(x[t] + 16 * c) : zero);
-        const int32x4_t a01 = vtrn1q_s32(v[0], v[1]), b01 = vtrn2q_s32(v[0], v[1]);
-        const int32x4_t a23 = vtrn1q_s32(v[2], v[3]), b23 = vtrn2q_s32(v[2], v[3]);
         auto lo64 = [](int32x4_t p, int32x4_t r) {
           return vreinterpretq_s8_s64(vtrn1q_s64(vreinterpretq_s64_s32(p), vreinterpretq_s64_s32(r)));
         };
         auto hi64 = [](int32x4_t p, int32x4_t r) {
           return vreinterpretq_s8_s64(vtrn2q_s64(vreinterpretq_s64_s32(p), vreinterpretq_s64_s32(r)));
         };
+        if (layout == kPairs) {  // octets 2c and 2c+1 of pairs 0 and 1
+          vst1q_s8(out + 64 * c, lo64(v[0], v[1]));
+          vst1q_s8(out + 64 * c + 16, lo64(v[2], v[3]));
+          vst1q_s8(out + 64 * c + 32, hi64(v[0], v[1]));
+          vst1q_s8(out + 64 * c + 48, hi64(v[2], v[3]));
+          continue;
+        }
+        // kLanes: a 4x4 transpose of 32-bit words.
+        const int32x4_t a01 = vtrn1q_s32(v[0], v[1]), b01 = vtrn2q_s32(v[0], v[1]);
+        const int32x4_t a23 = vtrn1q_s32(v[2], v[3]), b23 = vtrn2q_s32(v[2], v[3]);
         vst1q_s8(out + 64 * c, lo64(a01, a23));
         vst1q_s8(out + 64 * c + 16, lo64(b01, b23));
         vst1q_s8(out + 64 * c + 32, hi64(a01, a23));
