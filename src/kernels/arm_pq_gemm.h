@@ -152,18 +152,30 @@ __attribute__((optimize("no-schedule-insns"))) void gemm_rows(const MatmulJob& j
   for (auto& v : acc) v[0] = v[1] = vdupq_n_f32(0.0f);
   for (int64_t gi = 0; gi < groups; ++gi, xq += SUBS * 128, xd += SUBS * 4, xs += SUBS * 4) {
     const uint8_t* blk = tile + gi * gbytes;
+    // The group's sums of scaled block dots. pq_tile starts them at +0 and
+    // adds each product with an fma; here the first is a plain product,
+    // which differs only in the sign of a zero (-0 for +0), and no sign of
+    // a zero reaches the output: an output sum starts at +0 and a sum can
+    // only turn -0 when both terms are -0.
     float32x4_t gacc[T][2];
-    for (auto& v : gacc) v[0] = v[1] = vdupq_n_f32(0.0f);
-    for (int sub = 0; sub < SUBS; ++sub) {
+    auto block = [&]<int S>(std::integral_constant<int, S>) POCKET_GEMM_INLINE {
       int32x4_t iacc[T][2];
       for (auto& v : iacc) v[0] = v[1] = vdupq_n_s32(0);
-      gemm_block_dot<Q4, T>(blk + hdr + sub * sub_bytes, h, xq + sub * 128, iacc);
-      const float32x4_t dx = vld1q_f32(xd + 4 * sub);
+      gemm_block_dot<Q4, T>(blk + hdr + S * sub_bytes, h, xq + S * 128, iacc);
+      const float32x4_t dx = vld1q_f32(xd + 4 * S);
       [&]<int... t>(std::integer_sequence<int, t...>) POCKET_GEMM_INLINE {
-        ((gacc[t][0] = vfmaq_laneq_f32(gacc[t][0], vcvtq_f32_s32(iacc[t][0]), dx, t)), ...);
-        ((gacc[t][1] = vfmaq_laneq_f32(gacc[t][1], vcvtq_f32_s32(iacc[t][1]), dx, t)), ...);
+        if constexpr (S == 0) {
+          ((gacc[t][0] = vmulq_laneq_f32(vcvtq_f32_s32(iacc[t][0]), dx, t)), ...);
+          ((gacc[t][1] = vmulq_laneq_f32(vcvtq_f32_s32(iacc[t][1]), dx, t)), ...);
+        } else {
+          ((gacc[t][0] = vfmaq_laneq_f32(gacc[t][0], vcvtq_f32_s32(iacc[t][0]), dx, t)), ...);
+          ((gacc[t][1] = vfmaq_laneq_f32(gacc[t][1], vcvtq_f32_s32(iacc[t][1]), dx, t)), ...);
+        }
       }(Seq{});
-    }
+    };
+    [&]<int... S>(std::integer_sequence<int, S...>) POCKET_GEMM_INLINE {
+      (block(std::integral_constant<int, S>{}), ...);
+    }(std::make_integer_sequence<int, SUBS>{});
     // The group's dequantized activation sums, token t in lane t, added in
     // block order from zero as pq_tile does.
     float32x4_t xsum = vaddq_f32(vdupq_n_f32(0.0f), vld1q_f32(xs));

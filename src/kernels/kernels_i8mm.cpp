@@ -54,9 +54,7 @@ __attribute__((optimize("no-schedule-insns"))) void mmla_rows(const MatmulJob& j
     for (auto& a : v) a = vdupq_n_f32(0.0f);
   for (int64_t gi = 0; gi < groups; ++gi) {
     const uint8_t* blk = tile + gi * gbytes;
-    float32x4_t gacc[2][P];
-    for (auto& v : gacc)
-      for (auto& a : v) a = vdupq_n_f32(0.0f);
+    float32x4_t gacc[2][P];  // first product plain, as in arm_pq_gemm.h's gemm_rows
     for (int sub = 0; sub < SUBS; ++sub) {
       const int64_t b = gi * SUBS + sub;
       const uint8_t* data = blk + hdr + sub * sub_bytes + 16 * i;
@@ -87,7 +85,9 @@ __attribute__((optimize("no-schedule-insns"))) void mmla_rows(const MatmulJob& j
         if (2 * u + 1 < P) dx[2 * u + 1] = pair_lanes<1>(d);
       }
       for (int r = 0; r < 2; ++r)
-        for (int p = 0; p < P; ++p) gacc[r][p] = vfmaq_f32(gacc[r][p], vcvtq_f32_s32(iacc[r][p]), dx[p]);
+        for (int p = 0; p < P; ++p)
+          gacc[r][p] = sub == 0 ? vmulq_f32(vcvtq_f32_s32(iacc[r][p]), dx[p])
+                                : vfmaq_f32(gacc[r][p], vcvtq_f32_s32(iacc[r][p]), dx[p]);
     }
     float32x4_t xsum[P];  // the group's activation sums, pair lanes, added in block order from zero
     for (int u = 0; u < tiles; ++u) {
