@@ -10,7 +10,9 @@
 #
 # Decode: (short prompt + 33 generated) - (short prompt + 1), per token.
 # Prefill: (long prompt + 1) - (short prompt + 1), per extra prompt token
-# (token counts as the run reports them).
+# (token counts as the run reports them). ARM_COST_SHORT / ARM_COST_LONG
+# replace the two prompts (e.g. 8 and 64 bytes for a byte-level vocabulary,
+# to match llama-bench's pp8 / pp64).
 set -euo pipefail
 pocket=${1:?usage: arm_cost.sh POCKET_AARCH64 MODEL [CPU...]}
 model=${2:?model}
@@ -22,8 +24,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc -O2 -shared -fPIC -fvisibility=hidden -o "$tmp/insn_count.so" "$here/insn_count.c"
 export QEMU_LD_PREFIX=${QEMU_LD_PREFIX:-/usr/aarch64-linux-gnu}
-short="one two three four five six seven"
-long="$(for i in $(seq 1 8); do printf '%s ' $short; done)"
+short=${ARM_COST_SHORT:-"one two three four five six seven"}
+long=${ARM_COST_LONG:-"$(for i in $(seq 1 8); do printf '%s ' $short; done)"}
 count() {  # cpu, prompt, tokens -> "instructions prompt_tokens"
   local out
   out=$(QEMU_CPU=$1 qemu-aarch64 -plugin "$tmp/insn_count.so" "$pocket" run -m "$model" -t 1 --temp 0 --ignore-eos \
