@@ -169,10 +169,14 @@ else
   mutation neon-pq4-column-off-by-one src/kernels/kernels_neon.cpp \
     'xh = bcast4(x[t] + 8 * c + 4);' \
     'xh = bcast4(x[t] + 8 * c + 3);'
-  # i8mm: the odd token of a pair takes the even token's activations.
-  mutation i8mm-token-pair-index src/kernels/kernels_i8mm.cpp \
-    'vld1_s8(x[2 * p + 1] + k)' \
-    'vld1_s8(x[2 * p] + k)'
+  # i8mm GEMM: the first token pair takes the second pair's activation sums.
+  mutation i8mm-gemm-xsum-pair src/kernels/kernels_i8mm.cpp \
+    'xsum[2 * u] = pair_lanes<0>(v);' \
+    'xsum[2 * u] = pair_lanes<1>(v);'
+  # dotprod GEMM: high nibbles meet the low nibbles' activation columns.
+  mutation dotprod-gemm-high-nibble-columns src/kernels/arm_pq_gemm.h \
+    'dots(std::integral_constant<int, 2 * C + 1>{}' \
+    'dots(std::integral_constant<int, 2 * C>{}'
   # NEON element-wise ops (ops_neon.cpp, every ARM level).
   mutation neon-rmsnorm-eps-x2 src/kernels/ops_neon.cpp \
     'std::sqrt(ss / static_cast<float>(n) + eps)' \
