@@ -55,9 +55,9 @@ __attribute__((optimize("no-schedule-insns"))) void mmla_rows(const MatmulJob& j
   for (int64_t gi = 0; gi < groups; ++gi) {
     const uint8_t* blk = tile + gi * gbytes;
     float32x4_t gacc[2][P];  // first product plain, as in arm_pq_gemm.h's gemm_rows
-    for (int sub = 0; sub < SUBS; ++sub) {
-      const int64_t b = gi * SUBS + sub;
-      const uint8_t* data = blk + hdr + sub * sub_bytes + 16 * i;
+    auto block = [&]<int S>(std::integral_constant<int, S>) POCKET_GEMM_INLINE {
+      const int64_t b = gi * SUBS + S;
+      const uint8_t* data = blk + hdr + S * sub_bytes + 16 * i;
       int32x4_t iacc[2][P];
       for (auto& v : iacc)
         for (auto& a : v) a = vdupq_n_s32(0);
@@ -86,9 +86,12 @@ __attribute__((optimize("no-schedule-insns"))) void mmla_rows(const MatmulJob& j
       }
       for (int r = 0; r < 2; ++r)
         for (int p = 0; p < P; ++p)
-          gacc[r][p] = sub == 0 ? vmulq_f32(vcvtq_f32_s32(iacc[r][p]), dx[p])
-                                : vfmaq_f32(gacc[r][p], vcvtq_f32_s32(iacc[r][p]), dx[p]);
-    }
+          gacc[r][p] = S == 0 ? vmulq_f32(vcvtq_f32_s32(iacc[r][p]), dx[p])
+                              : vfmaq_f32(gacc[r][p], vcvtq_f32_s32(iacc[r][p]), dx[p]);
+    };
+    [&]<int... S>(std::integer_sequence<int, S...>) POCKET_GEMM_INLINE {
+      (block(std::integral_constant<int, S>{}), ...);
+    }(std::make_integer_sequence<int, SUBS>{});
     float32x4_t xsum[P];  // the group's activation sums, pair lanes, added in block order from zero
     for (int u = 0; u < tiles; ++u) {
       float32x4_t v = vaddq_f32(vdupq_n_f32(0.0f), vld1q_f32(xs[u] + 4 * gi * SUBS));
