@@ -1,5 +1,8 @@
-// PQ4/PQ8 prefill GEMM for AArch64 with the dot-product extension (n > 1;
-// used by the dotprod and i8mm levels). The PQ layout (core/pq_format.h)
+// PQ4/PQ8 prefill GEMM for AArch64 with the dot-product extension (n > 1):
+// the dotprod level's kernel (below) and what the i8mm level's smmla GEMM
+// (kernels_i8mm.cpp) shares with it: the interleaved activations
+// (GemmActs), the batch / group-size / row-block driver (pq_gemm) and the
+// row stores. The PQ layout (core/pq_format.h)
 // already is an interleaved row-block layout: a 16-byte register of a
 // 64-byte chunk holds 4 rows x 4 columns. So `sdot` by element multiplies it
 // by 4 columns of one token taken from a lane of a 16-column activation
@@ -102,6 +105,19 @@ struct GemmActs {
   }
 };
 
+// Stores the first `valid` of the 4R rows in v[0..R) at y (a token's row
+// block; the last block of a matrix may be short).
+template <int R>
+POCKET_GEMM_INLINE inline void store_rows(float* y, const float32x4_t* v, int valid) {
+  if (valid == 4 * R) {
+    for (int i = 0; i < R; ++i) vst1q_f32(y + 4 * i, v[i]);
+    return;
+  }
+  float out[4 * R];
+  for (int i = 0; i < R; ++i) vst1q_f32(out + 4 * i, v[i]);
+  std::copy(out, out + valid, y);
+}
+
 // Integer dots of one 32-column block for rows [8h, 8h + 8) of the tile and
 // T tokens: iacc[t][j] holds rows 8h + 4j .. 8h + 4j + 3 of token t.
 // `data` is the block's chunks (PQ4: 4 x 64 bytes of 8 nibble columns, low
@@ -198,51 +214,62 @@ __attribute__((optimize("no-schedule-insns"))) void gemm_rows(const MatmulJob& j
   }
   const int64_t rows = job.rows, first = row0 + kGemmRows * h;
   const int valid = static_cast<int>(std::min<int64_t>(kGemmRows, rows - first));
-  for (int t = 0; t < T; ++t) {
-    float* y = job.y + static_cast<int64_t>(t0 + t) * rows + first;
-    if (valid == kGemmRows) {
-      vst1q_f32(y, acc[t][0]);
-      vst1q_f32(y + 4, acc[t][1]);
-    } else {
-      float out[kGemmRows];
-      vst1q_f32(out, acc[t][0]);
-      vst1q_f32(out + 4, acc[t][1]);
-      std::copy(out, out + valid, y);
-    }
-  }
+  for (int t = 0; t < T; ++t) store_rows<2>(job.y + static_cast<int64_t>(t0 + t) * rows + first, acc[t], valid);
 }
 
-template <bool Q4, int SUBS>
-void gemm_pass(const MatmulJob& job, int64_t r0, int64_t r1, const GemmActs& xa, int b0, int count) {
+// The driver shared by the dotprod and i8mm GEMMs: batches of kGemmBatch
+// tokens interleaved in Kernel::kLayout, the group size made a constant
+// (32, 64, 128: pq_format.h), then every Kernel::kRows-row block of the
+// 16-row tiles of [r0, r1) through
+//   Kernel::template rows<SUBS>(job, tile, row0, block, xa, b0, count)
+// which runs all `count` tokens of the batch (from token b0) on that block.
+template <class Kernel, int SUBS>
+void pq_gemm_pass(const MatmulJob& job, int64_t r0, int64_t r1, const GemmActs& xa, int b0, int count) {
   const int64_t tbytes = pq::tile_bytes(job.type, job.cols, job.group);
   for (int64_t row0 = r0 / pq::kTileRows * pq::kTileRows; row0 < r1; row0 += pq::kTileRows) {
     const uint8_t* tile = job.w + (row0 / pq::kTileRows) * tbytes;
-    for (int h = 0; h < pq::kTileRows / kGemmRows && row0 + kGemmRows * h < job.rows; ++h)
-      for (int k = 0; k * kGemmTokens < count; ++k) {
-        const int t0 = b0 + kGemmTokens * k;
-        switch (std::min(kGemmTokens, count - kGemmTokens * k)) {
-          case 4: gemm_rows<Q4, 4, SUBS>(job, tile, row0, h, xa, k, t0); break;
-          case 3: gemm_rows<Q4, 3, SUBS>(job, tile, row0, h, xa, k, t0); break;
-          case 2: gemm_rows<Q4, 2, SUBS>(job, tile, row0, h, xa, k, t0); break;
-          default: gemm_rows<Q4, 1, SUBS>(job, tile, row0, h, xa, k, t0); break;
-        }
-      }
+    for (int blk = 0; blk < pq::kTileRows / Kernel::kRows && row0 + Kernel::kRows * blk < job.rows; ++blk)
+      Kernel::template rows<SUBS>(job, tile, row0, blk, xa, b0, count);
   }
 }
 
-// Group sizes 32, 64 and 128 (pq_format.h).
-template <bool Q4>
-void matmul_pq_gemm(const MatmulJob& job, int64_t r0, int64_t r1) {
+template <class Kernel>
+void pq_gemm(const MatmulJob& job, int64_t r0, int64_t r1) {
   GemmActs xa;
   for (int b0 = 0; b0 < job.n; b0 += kGemmBatch) {
     const int count = std::min(kGemmBatch, job.n - b0);
-    xa.fill(*job.xq, b0, count);
+    xa.fill(*job.xq, b0, count, Kernel::kLayout);
     switch (job.group / kActBlock) {
-      case 1: gemm_pass<Q4, 1>(job, r0, r1, xa, b0, count); break;
-      case 2: gemm_pass<Q4, 2>(job, r0, r1, xa, b0, count); break;
-      default: gemm_pass<Q4, 4>(job, r0, r1, xa, b0, count); break;
+      case 1: pq_gemm_pass<Kernel, 1>(job, r0, r1, xa, b0, count); break;
+      case 2: pq_gemm_pass<Kernel, 2>(job, r0, r1, xa, b0, count); break;
+      default: pq_gemm_pass<Kernel, 4>(job, r0, r1, xa, b0, count); break;
     }
   }
+}
+
+// The dotprod GEMM: 8-row blocks, token tiles of 4 (the last one shorter).
+template <bool Q4>
+struct DotGemm {
+  static constexpr int kRows = kGemmRows;
+  static constexpr GemmActs::Layout kLayout = GemmActs::kLanes;
+  template <int SUBS>
+  static void rows(const MatmulJob& job, const uint8_t* tile, int64_t row0, int h, const GemmActs& xa, int b0,
+                   int count) {
+    for (int k = 0; k * kGemmTokens < count; ++k) {
+      const int t0 = b0 + kGemmTokens * k;
+      switch (std::min(kGemmTokens, count - kGemmTokens * k)) {
+        case 4: gemm_rows<Q4, 4, SUBS>(job, tile, row0, h, xa, k, t0); break;
+        case 3: gemm_rows<Q4, 3, SUBS>(job, tile, row0, h, xa, k, t0); break;
+        case 2: gemm_rows<Q4, 2, SUBS>(job, tile, row0, h, xa, k, t0); break;
+        default: gemm_rows<Q4, 1, SUBS>(job, tile, row0, h, xa, k, t0); break;
+      }
+    }
+  }
+};
+
+template <bool Q4>
+void matmul_pq_gemm(const MatmulJob& job, int64_t r0, int64_t r1) {
+  pq_gemm<DotGemm<Q4>>(job, r0, r1);
 }
 
 }  // namespace

@@ -120,49 +120,35 @@ __attribute__((optimize("no-schedule-insns"))) void mmla_rows(const MatmulJob& j
   for (int p = 0; p < P; ++p)
     for (int e = 0; e < 2 && 2 * p + e < ntok; ++e) {
       const float32x4_t v = e == 0 ? vuzp1q_f32(acc[0][p], acc[1][p]) : vuzp2q_f32(acc[0][p], acc[1][p]);
-      float* y = job.y + static_cast<int64_t>(t0 + 2 * p + e) * rows + first;
-      if (valid == kMmlaRows) {
-        vst1q_f32(y, v);
-      } else {
-        float out[kMmlaRows];
-        vst1q_f32(out, v);
-        std::copy(out, out + valid, y);
-      }
+      store_rows<1>(job.y + static_cast<int64_t>(t0 + 2 * p + e) * rows + first, &v, valid);
     }
 }
 
-template <bool Q4, int SUBS>
-void mmla_pass(const MatmulJob& job, int64_t r0, int64_t r1, const GemmActs& xa, int b0, int count) {
-  const int64_t tbytes = pq::tile_bytes(job.type, job.cols, job.group);
-  for (int64_t row0 = r0 / pq::kTileRows * pq::kTileRows; row0 < r1; row0 += pq::kTileRows) {
-    const uint8_t* tile = job.w + (row0 / pq::kTileRows) * tbytes;
-    for (int i = 0; i < pq::kTileRows / kMmlaRows && row0 + kMmlaRows * i < job.rows; ++i)
-      for (int k = 0; k * kGemmTokens < count; k += 2) {  // 8 tokens: tiles k and k + 1
-        const int ntok = std::min(2 * kGemmTokens, count - kGemmTokens * k);
-        const int t0 = b0 + kGemmTokens * k;
-        switch ((ntok + 1) / 2) {
-          case 4: mmla_rows<Q4, 4, SUBS>(job, tile, row0, i, xa, k, t0, ntok); break;
-          case 3: mmla_rows<Q4, 3, SUBS>(job, tile, row0, i, xa, k, t0, ntok); break;
-          case 2: mmla_rows<Q4, 2, SUBS>(job, tile, row0, i, xa, k, t0, ntok); break;
-          default: mmla_rows<Q4, 1, SUBS>(job, tile, row0, i, xa, k, t0, ntok); break;
-        }
+// 4-row blocks, token tiles of 8 (two GemmActs tiles; the last one shorter).
+template <bool Q4>
+struct MmlaGemm {
+  static constexpr int kRows = kMmlaRows;
+  static constexpr GemmActs::Layout kLayout = GemmActs::kPairs;
+  template <int SUBS>
+  static void rows(const MatmulJob& job, const uint8_t* tile, int64_t row0, int i, const GemmActs& xa, int b0,
+                   int count) {
+    for (int k = 0; k * kGemmTokens < count; k += 2) {
+      const int ntok = std::min(2 * kGemmTokens, count - kGemmTokens * k);
+      const int t0 = b0 + kGemmTokens * k;
+      switch ((ntok + 1) / 2) {
+        case 4: mmla_rows<Q4, 4, SUBS>(job, tile, row0, i, xa, k, t0, ntok); break;
+        case 3: mmla_rows<Q4, 3, SUBS>(job, tile, row0, i, xa, k, t0, ntok); break;
+        case 2: mmla_rows<Q4, 2, SUBS>(job, tile, row0, i, xa, k, t0, ntok); break;
+        default: mmla_rows<Q4, 1, SUBS>(job, tile, row0, i, xa, k, t0, ntok); break;
       }
+    }
   }
-}
+};
 
 template <bool Q4>
 void matmul_pq_i8mm(const MatmulJob& job, int64_t r0, int64_t r1) {
   if (job.n == 1) return matmul_pq<NeonDot, Q4>(job, r0, r1);
-  GemmActs xa;
-  for (int b0 = 0; b0 < job.n; b0 += kGemmBatch) {
-    const int count = std::min(kGemmBatch, job.n - b0);
-    xa.fill(*job.xq, b0, count, GemmActs::kPairs);
-    switch (job.group / kActBlock) {  // group sizes 32, 64, 128 (pq_format.h)
-      case 1: mmla_pass<Q4, 1>(job, r0, r1, xa, b0, count); break;
-      case 2: mmla_pass<Q4, 2>(job, r0, r1, xa, b0, count); break;
-      default: mmla_pass<Q4, 4>(job, r0, r1, xa, b0, count); break;
-    }
-  }
+  pq_gemm<MmlaGemm<Q4>>(job, r0, r1);
 }
 
 }  // namespace
