@@ -199,8 +199,10 @@ bool repack_row(DType t, const uint8_t* row, int64_t groups, const RowSink& out)
     uint8_t* data = out.tile + g * out.gbytes + out.hdr;
     if (out.to == DType::PQ4) {
       put_pq4_codes(data, out.rr, grp.q);
-    } else {
-      for (int k = 0; k < kGroup; ++k) data[(k / 4) * 64 + 4 * out.rr + k % 4] = static_cast<uint8_t>(grp.q[k]);
+    } else {  // PQ8 chunk c, bytes 4 rr..4 rr + 3: elements 4c..4c + 3
+      int8_t q8[kGroup];
+      for (int k = 0; k < kGroup; ++k) q8[k] = static_cast<int8_t>(grp.q[k]);
+      for (int c = 0; c < kGroup / 4; ++c) std::memcpy(data + c * 64 + 4 * out.rr, q8 + 4 * c, 4);
     }
   }
   return true;
