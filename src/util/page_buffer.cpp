@@ -11,6 +11,15 @@
 
 namespace pocket {
 
+int advise_pages(const uint8_t* base, size_t size, size_t offset, size_t length, int advice) {
+  if (base == nullptr || offset >= size) return 0;
+  length = std::min(length, size - offset);
+  // madvise wants a page-aligned start: round down (the mapping starts on a page).
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t start = offset / page * page;
+  return madvise(const_cast<uint8_t*>(base) + start, length + (offset - start), advice);
+}
+
 PageBuffer::PageBuffer(size_t n) : size_(n) {
   if (n == 0) return;
   void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -27,11 +36,7 @@ PageBuffer::~PageBuffer() {
 
 void PageBuffer::populate(size_t offset, size_t length) const {
 #ifdef MADV_POPULATE_WRITE
-  if (data_ == nullptr || offset >= size_) return;
-  length = std::min(length, size_ - offset);
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t start = offset / page * page;
-  madvise(data_ + start, length + (offset - start), MADV_POPULATE_WRITE);  // best effort
+  advise_pages(data_, size_, offset, length, MADV_POPULATE_WRITE);  // best effort
 #else
   (void)offset;
   (void)length;

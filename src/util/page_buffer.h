@@ -9,6 +9,11 @@
 
 namespace pocket {
 
+// madvise(advice) on the pages holding [offset, offset + length) of a
+// mapping of `size` bytes at `base` (page-aligned), clamped to the mapping;
+// returns madvise's result (0 when there is nothing to do).
+int advise_pages(const uint8_t* base, size_t size, size_t offset, size_t length, int advice);
+
 class PageBuffer {
  public:
   // Throws pocket::Error when `n` bytes cannot be mapped.
