@@ -72,6 +72,7 @@ int run(int argc, char** argv) {
     return us_since(w0) / 1000.0;
   };
   out["json_frames_ms"] = warm();
+  out["json_frames_bytes"] = vocab->frame_cache->bytes();
   const auto walks = nlohmann::json::parse(read_all(argv[3]));
   const char* cold_env = std::getenv("POCKET_BENCH_COLD_FRAMES");
   const bool cold = cold_env && std::string(cold_env) == "1";
@@ -124,6 +125,7 @@ int run(int argc, char** argv) {
     }
     out["schemas"][name] = r;
   }
+  out["frame_cache_bytes"] = vocab->frame_cache->bytes();  // at the end (the last index, when cold)
   std::ofstream(argv[4]) << out.dump() << "\n";
   return 0;
 }

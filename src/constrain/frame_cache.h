@@ -96,6 +96,7 @@ class FrameCache {
   std::shared_ptr<const FrameMasks> find(const Hash128& key);
   void insert(const Hash128& key, std::shared_ptr<const FrameMasks> masks);
   void set_limit(size_t bytes);
+  size_t bytes();  // of the frames held
   // True for the first caller only: that one makes the pass of
   // json_frames.h over this vocabulary (a caller may claim it to skip it).
   bool claim_json_frames() { return !json_frames_claimed_.exchange(true); }
