@@ -92,7 +92,7 @@ int run(int argc, char** argv) {
       r["compile_ms"] = us_since(t0) / 1000.0;
       auto m = c->matcher();
       std::vector<double> mask_us;
-      std::vector<int64_t> steps, walks;
+      std::vector<int64_t> steps, walks, new_states;
       std::ofstream bits;
       if (!mask_dir.empty()) bits.open(mask_dir + "/" + name + ".bits", std::ios::binary);
       r["rejected_at"] = -1;
@@ -104,6 +104,7 @@ int run(int argc, char** argv) {
         const auto after = m.stats();
         steps.push_back(after.trie_steps - before.trie_steps);
         walks.push_back((after.frame_masks - after.frame_hits) - (before.frame_masks - before.frame_hits));
+        new_states.push_back(after.states - before.states);
         if (bits) bits.write(reinterpret_cast<const char*>(mask.data()), static_cast<std::streamsize>(mask.size_bytes()));
         if (i == ids.size()) break;
         if (!m.advance(ids[i].get<int32_t>())) {
@@ -114,6 +115,7 @@ int run(int argc, char** argv) {
       r["mask_us"] = mask_us;
       r["trie_steps"] = steps;    // per mask: trie nodes stepped through
       r["frame_walks_at"] = walks;  // per mask: frame walks done (not found in a cache)
+      r["new_states"] = new_states;  // per mask: parser states made
       const auto st = m.stats();
       r["frame_walks"] = st.frame_masks - st.frame_hits;
       r["shared_frames"] = st.shared_hits;
