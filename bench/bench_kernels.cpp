@@ -3,7 +3,9 @@
 // bandwidth, and prefill GEMM tokens/s at n = 512. Each figure: 1 warm-up,
 // 5 runs, median. Weights are cycled through enough copies to exceed the L3
 // cache, as in a real forward pass where every layer's weights are new.
-//   bench_kernels [--quick]     (POCKET_ISA selects the kernel level)
+// --gemma: the GGUF block types of Gemma 3 270M's Q4_K_M file (Q8_0, Q5_0)
+// at its shapes beside the PQ types they can be repacked into.
+//   bench_kernels [--quick] [--gemma]     (POCKET_ISA selects the kernel level)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -66,8 +68,12 @@ Weight make_weight(DType type, int64_t rows, int64_t cols, int group) {
   for (auto& b : w.bytes) b = next_byte();
   const uint16_t scale = f32_to_f16(0.01f);
   auto put = [&](size_t at) { std::memcpy(&w.bytes[at], &scale, 2); };
-  if (type == DType::Q4_0) {
-    for (size_t at = 0; at < w.bytes.size(); at += 18) put(at);
+  if (type == DType::Q4_0 || type == DType::Q5_0 || type == DType::Q8_0) {
+    const size_t bb = type == DType::Q4_0 ? 18 : type == DType::Q5_0 ? 22 : 34;
+    for (size_t at = 0; at < w.bytes.size(); at += bb) put(at);
+    if (type == DType::Q8_0)  // codes -127..127, as quantizers write them
+      for (size_t at = 0; at < w.bytes.size(); at += bb)
+        for (size_t k = 2; k < bb; ++k) w.bytes[at + k] = w.bytes[at + k] == 0x80 ? 0 : w.bytes[at + k];
   } else {
     const int64_t gb = pq::group_block_bytes(type, group);
     for (size_t blk = 0; blk < w.bytes.size(); blk += gb)
@@ -84,7 +90,8 @@ struct Shape {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false, gemma = false;
+  for (int i = 1; i < argc; ++i) quick |= std::strcmp(argv[i], "--quick") == 0, gemma |= std::strcmp(argv[i], "--gemma") == 0;
   std::printf("isa: %s\n", kernels::active_isa());
   ThreadPool pool1(1), pool2(2);
   double bw[3] = {0, 0, 0};
@@ -95,13 +102,17 @@ int main(int argc, char** argv) {
     bw[2] = read_bandwidth(pool2, buf);
     std::printf("read bandwidth: %.1f GB/s (1 thread), %.1f GB/s (2 threads)\n", bw[1], bw[2]);
   }
-  const Shape shapes[] = {{1024, 2048}, {1024, 3072}, {3072, 1024}, {1024, 64000}};
   struct Fmt {
     DType type;
     int group;
     const char* name;
   };
-  const Fmt fmts[] = {{DType::PQ4, 64, "PQ4/g64"}, {DType::PQ4, 128, "PQ4/g128"}, {DType::Q4_0, 0, "Q4_0"}};
+  std::vector<Shape> shapes = {{1024, 2048}, {1024, 3072}, {3072, 1024}, {1024, 64000}};
+  std::vector<Fmt> fmts = {{DType::PQ4, 64, "PQ4/g64"}, {DType::PQ4, 128, "PQ4/g128"}, {DType::Q4_0, 0, "Q4_0"}};
+  if (gemma) {
+    shapes = {{640, 2048}, {2048, 640}, {640, 1024}, {640, 262144}};
+    fmts = {{DType::Q8_0, 0, "Q8_0"}, {DType::PQ8, 32, "PQ8/g32"}, {DType::Q5_0, 0, "Q5_0"}, {DType::PQ4, 32, "PQ4/g32"}};
+  }
   std::printf("\nGEMV (n = 1), GB/s of weights streamed and %% of read bandwidth:\n");
   for (const Fmt& f : fmts)
     for (const Shape& s : shapes) {
@@ -125,7 +136,7 @@ int main(int argc, char** argv) {
   const int n = quick ? 64 : 512;
   for (const Fmt& f : fmts)
     for (const Shape& s : shapes) {
-      if (s.out == 64000) continue;  // the output head runs for the last position only
+      if (s.out >= 64000) continue;  // the output head runs for the last position only
       Weight w = make_weight(f.type, s.out, s.in, f.group);
       std::vector<float> x(static_cast<size_t>(n) * s.in), y(static_cast<size_t>(n) * s.out);
       for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(next_byte()) / 128.0f - 1.0f;

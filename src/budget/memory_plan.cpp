@@ -7,6 +7,7 @@
 #include "formats/model_file.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
+#include "quant/source_grid.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 
@@ -29,25 +30,24 @@ struct Weights {
 };
 
 // The file's pages (all touched at load), less what repacking releases,
-// plus the repacked copies; while loading, up to one copy per repacking
-// thread exists beside the pages it replaces.
+// plus the repacked copies; while loading, each repacking thread holds one
+// piece (Model::repack_piece_rows() rows) beside the pages it replaces.
 Weights weights_of(const ModelFile& file, bool repack_kquants) {
   Weights w;
   for (const auto& m : file.mappings) w.resident += pages(m->size());
   for (const auto& b : file.buffers) w.resident += pages(b->size());
-  std::vector<uint64_t> copies;
+  uint64_t largest_piece = 0;
   for (const auto& [name, t] : file.tensors) {
-    const bool repacked = t.type == DType::Q4_0 || (t.type == DType::Q4_K && repack_kquants);
-    if (!repacked || t.shape.size() != 2) continue;
-    const uint64_t copy = tensor_nbytes(DType::PQ4, t.shape, 32, name);
-    // Only whole pages inside the tensor are released.
-    const uint64_t released = t.nbytes > 2 * kPage ? (t.nbytes - 2 * kPage) / kPage * kPage : 0;
+    if (!Model::repacks_at_load(t.type, repack_kquants) || t.shape.size() != 2) continue;
+    const uint64_t copy = tensor_nbytes(quant::source_grid_type(t.type), t.shape, 32, name);
+    // Only whole pages inside each piece are released.
+    const int64_t piece_rows = Model::repack_piece_rows();
+    const uint64_t pieces = static_cast<uint64_t>((t.shape[0] + piece_rows - 1) / piece_rows);
+    const uint64_t released = t.nbytes > 2 * kPage * pieces ? (t.nbytes - 2 * kPage * pieces) / kPage * kPage : 0;
     w.resident = w.resident - std::min(w.resident, released) + pages(copy);
-    copies.push_back(pages(copy));
+    largest_piece = std::max(largest_piece, copy / pieces);
   }
-  std::sort(copies.rbegin(), copies.rend());
-  const size_t in_flight = std::min(copies.size(), static_cast<size_t>(Model::repack_threads()));
-  for (size_t i = 0; i < in_flight; ++i) w.load_extra += copies[i];
+  w.load_extra = static_cast<uint64_t>(Model::repack_threads()) * pages(largest_piece + kPage);
   // Norm weights and biases converted to f32, RoPE tables.
   const ModelConfig& c = file.config;
   w.resident += 4ull * (static_cast<uint64_t>(c.n_layers) * (4ull * c.dim + 2ull * c.head_dim + c.q_dim() + 2ull * c.kv_dim()) +

@@ -7,8 +7,9 @@
 // baseline before the model is opened):
 //  - weights: every page of the file mappings (Pocket touches them all at
 //    load, and touched file-backed pages are in RSS like any other), less
-//    the pages of Q4_0 (and Q4_K) matrices repacked at load plus their copies,
-//    plus the copies being built during the load (one per repacking thread);
+//    the pages of Q4_0, Q5_0, Q8_0 (and Q4_K) matrices repacked at load plus their
+//    copies, plus the pieces being built during the load (one per repacking
+//    thread);
 //  - tokenizer: the vocabulary and merge tables (an estimate from their sizes);
 //  - KV cache: kv_cache_bytes (model/kv_cache.h) for the context, local layers capped
 //    at their window;
@@ -50,7 +51,7 @@ struct MemoryRequest {
 
 struct MemoryPlan {
   uint64_t weights = 0;     // resident after the load
-  uint64_t load_extra = 0;  // held only while loading (repacked copies in flight)
+  uint64_t load_extra = 0;  // held only while loading (repacked pieces in flight)
   uint64_t tokenizer = 0;
   uint64_t kv = 0;
   uint64_t scratch = 0;

@@ -1,6 +1,7 @@
 #include "model/model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -152,54 +153,75 @@ int Model::repack_threads() {
   return static_cast<int>(std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 8)));
 }
 
-// GGUF Q4_0 matrices (and Q4_K ones when `kquants`) become PQ4 (group 32)
-// copies, so they run on the tiled PQ4 kernels (several times the row-major
-// kernels' prefill speed): Q4_0 with exactly the same values, Q4_K within
-// the fp16 rounding of its sub-block scales (quant/source_grid.h, the same
-// re-layout `pocket quantize --weights source` writes). The file pages
-// they came from are released, so the copy does not add to the resident
-// memory beyond PQ4's extra half bit per weight for Q4_K. Tensors are
-// repacked in parallel, one per task.
+bool Model::repacks_at_load(DType t, bool kquants) {
+  return t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q8_0 || (t == DType::Q4_K && kquants);
+}
+
+// GGUF Q4_0, Q5_0 and Q8_0 matrices (and Q4_K ones when `kquants`) become
+// PQ4 / PQ8 (group 32) copies, so they run on the tiled PQ kernels instead
+// of the row-major block kernels (on Gemma 3 270M's Q4_K_M file: ~3.7x the
+// GEMM speed of Q8_0 and Q5_0, and GEMVs near the bandwidth instead of at
+// 53-66% of it): Q4_0, Q5_0 and Q8_0 with exactly the same values (Q5_0's
+// 5.5 bits per weight become PQ8's 8.5: +23 MB on Gemma), Q4_K within the
+// fp16 rounding of its sub-block scales (quant/source_grid.h, the same
+// re-layout `pocket quantize --weights source` writes). The work is split
+// into pieces of kRepackRows rows run in parallel, and each piece gives its
+// file pages back as soon as it is written, so even a 178 MB tied embedding
+// never exists twice: the load's peak stays near the resident size after it.
 void Model::repack_weights(bool kquants) {
   std::vector<const TensorView**> slots = {&embedding_, &output_};
   for (Layer& L : layers_)
     for (const TensorView** w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) slots.push_back(w);
   std::vector<const TensorView*> todo;
   for (const TensorView** w : slots)
-    if (((*w)->type == DType::Q4_0 || ((*w)->type == DType::Q4_K && kquants)) &&
+    if (repacks_at_load((*w)->type, kquants) && quant::repacked_bytes(**w, (*w)->rows()) > 0 &&
         std::find(todo.begin(), todo.end(), *w) == todo.end())
       todo.push_back(*w);
   if (todo.empty()) return;
-  std::vector<std::optional<std::vector<uint8_t>>> bytes(todo.size());
-  {
-    // Each tensor's file pages go as soon as its copy exists, so the load
-    // holds at most one copy per thread beside the pages it replaces.
-    ThreadPool pool(repack_threads());
-    pool.parallel_for(static_cast<int64_t>(todo.size()), [&](int64_t b, int64_t e, int) {
-      for (int64_t i = b; i < e; ++i) {
-        const TensorView& w = *todo[static_cast<size_t>(i)];
-        auto& out = bytes[static_cast<size_t>(i)];
-        out = quant::try_repack_rows_to_pq(w, 0, w.rows());  // one pass: decode, check, pack
-        // Give the source pages back at once, not after every tensor is
-        // done: the peak then stays near the file's size instead of the
-        // file plus every copy (+115 MB measured on a 204 MB Q4_K file).
-        if (out)
-          for (const auto& m : file_->mappings) m->release(w.data, w.nbytes);
-      }
-    });
-  }
+  struct Piece {
+    size_t tensor;
+    int64_t row0, rows;
+  };
+  std::vector<Piece> pieces;
+  std::vector<std::unique_ptr<Repacked>> copies;
   for (size_t i = 0; i < todo.size(); ++i) {
-    if (!bytes[i]) continue;  // a scale PQ4 cannot hold within its bound: stays as stored
-    auto r = std::make_unique<Repacked>();
-    r->bytes = std::move(*bytes[i]);
-    r->view = *todo[i];
-    r->view.type = DType::PQ4;
+    const TensorView& w = *todo[i];
+    auto r = std::make_unique<Repacked>(static_cast<size_t>(quant::repacked_bytes(w, w.rows())));
+    r->view = w;
+    r->view.type = quant::source_grid_type(w.type);
     r->view.group = 32;
     r->view.data = r->bytes.data();
     r->view.nbytes = r->bytes.size();
+    copies.push_back(std::move(r));
+    for (int64_t r0 = 0; r0 < w.rows(); r0 += kRepackRows) pieces.push_back({i, r0, std::min(kRepackRows, w.rows() - r0)});
+  }
+  std::vector<std::atomic<bool>> failed(todo.size());  // a scale PQ cannot hold: the tensor stays as stored
+  {
+    ThreadPool pool(repack_threads());
+    pool.parallel_for(static_cast<int64_t>(pieces.size()), [&](int64_t b, int64_t e, int) {
+      for (int64_t p = b; p < e; ++p) {
+        const Piece& pc = pieces[static_cast<size_t>(p)];
+        const TensorView& w = *todo[pc.tensor];
+        const PageBuffer& out = copies[pc.tensor]->bytes;
+        const int64_t at = quant::repacked_bytes(w, pc.row0);  // whole tiles before the piece
+        out.populate(static_cast<size_t>(at), static_cast<size_t>(quant::repacked_bytes(w, pc.rows)));
+        if (!quant::try_repack_rows_into(w, pc.row0, pc.rows, out.data() + at)) {
+          failed[pc.tensor] = true;
+          continue;
+        }
+        // Unchanged file pages re-read from the file if ever touched again
+        // (a failed tensor's other pieces), so releasing early is safe.
+        const size_t row_bytes = tensor_nbytes(w.type, {1, w.cols()}, 0, w.name);
+        for (const auto& m : file_->mappings)
+          m->release(static_cast<const uint8_t*>(w.data) + pc.row0 * row_bytes, pc.rows * row_bytes);
+      }
+    }, 1);
+  }
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (failed[i]) continue;
     for (const TensorView** w : slots)
-      if (*w == todo[i]) *w = &r->view;
-    repacked_.push_back(std::move(r));
+      if (*w == todo[i]) *w = &copies[i]->view;
+    repacked_.push_back(std::move(copies[i]));
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "formats/model_file.h"
 #include "model/kv_cache.h"
+#include "util/page_buffer.h"
 
 namespace pocket {
 
@@ -57,12 +58,15 @@ class Model {
 
   const ModelConfig& config() const { return cfg_; }
   const ModelFile& file() const { return *file_; }
-  // Weights re-laid out at load for faster kernels (GGUF Q4_0 as PQ4, the
-  // same values exactly, and Q4_K as PQ4 unless exact_kquants:
-  // quant/source_grid.h); their file pages are released.
+  // Weights re-laid out at load for faster kernels (GGUF Q4_0 as PQ4, Q5_0
+  // and Q8_0 as PQ8, the same values exactly, and Q4_K as PQ4 unless
+  // exact_kquants: quant/source_grid.h); their file pages are released.
   int repacked_weights() const { return static_cast<int>(repacked_.size()); }
-  // Threads that repack at load (each holds one copy in flight: budget/).
+  // Whether a matrix of type `t` is repacked at load (kquants: Q4_K too).
+  static bool repacks_at_load(DType t, bool kquants);
+  // Threads that repack at load, and the rows each has in flight (budget/).
   static int repack_threads();
+  static int64_t repack_piece_rows() { return kRepackRows; }
 
   // Largest number of tokens processed in one batch; longer inputs are split.
   static constexpr int kMaxBatch = 128;
@@ -128,9 +132,11 @@ class Model {
   std::vector<float> inv_freq_, inv_freq_local_;
   std::vector<Layer> layers_;
   struct Repacked {
-    std::vector<uint8_t> bytes;
+    explicit Repacked(size_t n) : bytes(n) {}
+    PageBuffer bytes;
     TensorView view;
   };
+  static constexpr int64_t kRepackRows = 4096;  // rows per piece of a load-time repack (a multiple of 16)
   std::vector<std::unique_ptr<Repacked>> repacked_;  // owns the views the pointers above may point to
   void repack_weights(bool kquants);
 };

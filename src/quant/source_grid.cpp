@@ -139,8 +139,58 @@ bool repack_q4k_row(const uint8_t* row, int64_t groups, const RowSink& out) {
   return true;
 }
 
+// Whether any of the 32 bytes at p is 0x80 (a zero byte of p ^ 0x80...).
+bool has_minus_128(const uint8_t* p) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
+  uint64_t any = 0;
+  for (int i = 0; i < 4; ++i) {
+    uint64_t v;
+    std::memcpy(&v, p + 8 * i, 8);
+    v ^= kHigh;
+    any |= (v - kOnes) & ~v & kHigh;
+  }
+  return any != 0;
+}
+
+// Q8_0 moves its fp16 scale's bits and its codes four bytes at a time (a
+// 178 MB output head at load). PQ8 codes are -127..127 (the AVX2 and NEON
+// kernels take |code|): a block with -128 has no PQ8 form.
+bool repack_q8_0_row(const uint8_t* row, int64_t groups, const RowSink& out) {
+  for (int64_t g = 0; g < groups; ++g) {
+    const uint8_t* b = row + g * 34;
+    uint16_t d_bits;
+    std::memcpy(&d_bits, b, 2);
+    if (!finite_half(d_bits) || has_minus_128(b + 2)) return false;
+    if (!out.tile) continue;
+    uint8_t* blk = out.tile + g * out.gbytes;
+    std::memcpy(blk + 2 * out.rr, &d_bits, 2);
+    for (int c = 0; c < kGroup / 4; ++c) std::memcpy(blk + out.hdr + c * 64 + 4 * out.rr, b + 2 + 4 * c, 4);
+  }
+  return true;
+}
+
+// A whole 16-row tile of Q8_0 at once (rows `row_bytes` apart): each 64-byte
+// code chunk is written in one sweep over the tile's rows, which sit in L1.
+bool repack_q8_0_tile(const uint8_t* src, int64_t row_bytes, int64_t groups, uint8_t* tile) {
+  const int64_t gbytes = pq::group_block_bytes(DType::PQ8, kGroup), hdr = pq::header_bytes(DType::PQ8);
+  for (int64_t g = 0; g < groups; ++g) {
+    uint8_t* blk = tile + g * gbytes;
+    for (int r = 0; r < pq::kTileRows; ++r) {
+      const uint8_t* b = src + r * row_bytes + g * 34;
+      uint16_t d_bits;
+      std::memcpy(&d_bits, b, 2);
+      if (!finite_half(d_bits) || has_minus_128(b + 2)) return false;
+      std::memcpy(blk + 2 * r, &d_bits, 2);
+    }
+    for (int c = 0; c < kGroup / 4; ++c)
+      for (int r = 0; r < pq::kTileRows; ++r) std::memcpy(blk + hdr + c * 64 + 4 * r, src + r * row_bytes + g * 34 + 2 + 4 * c, 4);
+  }
+  return true;
+}
+
 bool repack_row(DType t, const uint8_t* row, int64_t groups, const RowSink& out) {
   if (t == DType::Q4_K) return repack_q4k_row(row, groups, out);
+  if (t == DType::Q8_0) return repack_q8_0_row(row, groups, out);
   Group32 grp;
   for (int64_t g = 0; g < groups; ++g) {
     decode_group(t, row, g, grp);
@@ -149,8 +199,10 @@ bool repack_row(DType t, const uint8_t* row, int64_t groups, const RowSink& out)
     uint8_t* data = out.tile + g * out.gbytes + out.hdr;
     if (out.to == DType::PQ4) {
       put_pq4_codes(data, out.rr, grp.q);
-    } else {
-      for (int k = 0; k < kGroup; ++k) data[(k / 4) * 64 + 4 * out.rr + k % 4] = static_cast<uint8_t>(grp.q[k]);
+    } else {  // PQ8 chunk c, bytes 4 rr..4 rr + 3: elements 4c..4c + 3
+      int8_t q8[kGroup];
+      for (int k = 0; k < kGroup; ++k) q8[k] = static_cast<int8_t>(grp.q[k]);
+      for (int c = 0; c < kGroup / 4; ++c) std::memcpy(data + c * 64 + 4 * out.rr, q8 + 4 * c, 4);
     }
   }
   return true;
@@ -177,21 +229,42 @@ bool can_repack_to_pq(const TensorView& w) {
   return true;
 }
 
-std::optional<std::vector<uint8_t>> try_repack_rows_to_pq(const TensorView& w, int64_t row0, int64_t n) {
+int64_t repacked_bytes(const TensorView& w, int64_t n) {
+  if (repackable_row_bytes(w) == 0) return 0;
+  const DType to = source_grid_type(w.type);
+  return pq::padded_rows(n) / pq::kTileRows * (w.cols() / kGroup) * pq::group_block_bytes(to, kGroup);
+}
+
+bool try_repack_rows_into(const TensorView& w, int64_t row0, int64_t n, uint8_t* out) {
   if (row0 % pq::kTileRows != 0 || n <= 0 || row0 + n > w.rows())
     fail("repack_rows_to_pq: rows ", row0, "..", row0 + n - 1, " are not whole tiles of '", w.name, "'");
   const int64_t row_bytes = repackable_row_bytes(w);
-  if (row_bytes == 0) return std::nullopt;
+  if (row_bytes == 0) return false;
   const DType to = source_grid_type(w.type);
   const int64_t groups = w.cols() / kGroup;
   const int64_t gbytes = pq::group_block_bytes(to, kGroup), hdr = pq::header_bytes(to);
-  const int64_t tiles = pq::padded_rows(n) / pq::kTileRows;
-  std::vector<uint8_t> out(static_cast<size_t>(tiles * groups * gbytes), 0);
+  const int64_t tile = groups * gbytes;
+  // Rows of a partial last tile leave their bytes unwritten: zero that tile first.
+  if (n % pq::kTileRows != 0) std::memset(out + n / pq::kTileRows * tile, 0, static_cast<size_t>(tile));
   const auto* src = static_cast<const uint8_t*>(w.data);
-  for (int64_t i = 0; i < n; ++i) {
-    RowSink sink{out.data() + (i / pq::kTileRows) * groups * gbytes, gbytes, hdr, static_cast<int>(i % pq::kTileRows), to};
-    if (!repack_row(w.type, src + (row0 + i) * row_bytes, groups, sink)) return std::nullopt;
+  int64_t i = 0;
+  if (w.type == DType::Q8_0)
+    for (; i + pq::kTileRows <= n; i += pq::kTileRows)
+      if (!repack_q8_0_tile(src + (row0 + i) * row_bytes, row_bytes, groups, out + i / pq::kTileRows * tile)) return false;
+  for (; i < n; ++i) {
+    RowSink sink{out + (i / pq::kTileRows) * tile, gbytes, hdr, static_cast<int>(i % pq::kTileRows), to};
+    if (!repack_row(w.type, src + (row0 + i) * row_bytes, groups, sink)) return false;
   }
+  return true;
+}
+
+std::optional<std::vector<uint8_t>> try_repack_rows_to_pq(const TensorView& w, int64_t row0, int64_t n) {
+  if (row0 % pq::kTileRows != 0 || n <= 0 || row0 + n > w.rows())
+    fail("repack_rows_to_pq: rows ", row0, "..", row0 + n - 1, " are not whole tiles of '", w.name, "'");
+  const int64_t bytes = repacked_bytes(w, n);
+  if (bytes == 0) return std::nullopt;
+  std::vector<uint8_t> out(static_cast<size_t>(bytes));
+  if (!try_repack_rows_into(w, row0, n, out.data())) return std::nullopt;
   return out;
 }
 

@@ -36,6 +36,14 @@ bool can_repack_to_pq(const TensorView& w);
 // rows past the tensor's end zero. Nullopt when can_repack_to_pq would say
 // no for these rows: one pass over the source, for the load-time repack.
 std::optional<std::vector<uint8_t>> try_repack_rows_to_pq(const TensorView& w, int64_t row0, int64_t n);
+// The same into `out` (repacked_bytes(w, n) bytes, any contents: every byte
+// is written, padding rows zero); false, with `out` partly written, when the
+// rows have no PQ form. Lets the load repack a large tensor in pieces into
+// one buffer, giving back each piece's source pages as it goes.
+bool try_repack_rows_into(const TensorView& w, int64_t row0, int64_t n, uint8_t* out);
+// Bytes of the PQ form of `n` rows of `w` (whole 16-row tiles), 0 when `w`
+// has no block-for-block PQ form.
+int64_t repacked_bytes(const TensorView& w, int64_t n);
 // The same; an Error when the rows have no PQ form.
 std::vector<uint8_t> repack_rows_to_pq(const TensorView& w, int64_t row0, int64_t n);
 

@@ -13,6 +13,7 @@
 
 #include "util/error.h"
 #include "util/mapping_guard.h"
+#include "util/page_buffer.h"
 
 namespace pocket {
 
@@ -43,13 +44,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
 
 void MappedFile::prefault(size_t offset, size_t length) const {
 #ifdef MADV_POPULATE_READ
-  if (data_ == nullptr || offset >= size_) return;
-  length = std::min(length, size_ - offset);
-  // madvise wants a page-aligned start: round down (the mapping starts on a page).
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t start = offset / page * page;
-  if (madvise(const_cast<uint8_t*>(data_) + start, length + (offset - start), MADV_POPULATE_READ) != 0 &&
-      errno == EFAULT)
+  if (advise_pages(data_, size_, offset, length, MADV_POPULATE_READ) != 0 && errno == EFAULT)
     fail(path_, ": the file is shorter than when it was opened (truncated or replaced while loading)");
 #else
   (void)offset;

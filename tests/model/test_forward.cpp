@@ -45,10 +45,10 @@ TEST_P(ForwardVsReference, DecodeAndPrefillMatchTheReference) {
   auto file = synthetic(c.preset, c.type);
   ReferenceModel ref(*file);
   Model model(file);
-  // Q4_0 matrices run as PQ4 copies (quant/source_grid.h): all seven per layer,
-  // the embedding and an untied output head.
+  // Q4_0 and Q8_0 matrices run as PQ4 / PQ8 copies (quant/source_grid.h): all
+  // seven per layer, the embedding and an untied output head.
   const int matrices = 7 * model.config().n_layers + (model.config().tied_embeddings ? 1 : 2);
-  EXPECT_EQ(model.repacked_weights(), c.type == DType::Q4_0 ? matrices : 0);
+  EXPECT_EQ(model.repacked_weights(), c.type == DType::Q4_0 || c.type == DType::Q8_0 ? matrices : 0);
   const ModelConfig& cfg = model.config();
   const int V = cfg.vocab_size, n = 37;
   auto tokens = some_tokens(n, V, 5);

@@ -138,6 +138,31 @@ TEST(SourceGrid, ChunksOfTilesEqualTheWhole) {
   EXPECT_THROW(repack_rows_to_pq(t.view, 8, 16), Error);  // not a tile boundary
 }
 
+// The load repacks large tensors piece by piece into one uninitialized
+// buffer (Model::repack_weights): every byte must be written, padding rows
+// of a partial last tile zero, so the result equals the one-pass repack
+// whatever the buffer held. Q8_0 (PQ8) and Q4_K (PQ4), 50 rows (a partial
+// tile), pieces of 32 rows.
+TEST(SourceGrid, PiecesIntoOneDirtyBufferEqualTheWhole) {
+  KTensor k = random_q4_k(50, 256, 3, 1e-3f, 1e-2f);
+  auto q8 = test::build_weight(DType::Q8_0, 50, 96, 0, 7);
+  for (const TensorView* v : {&k.view, &q8.view}) {
+    SCOPED_TRACE(dtype_name(v->type));
+    const std::vector<uint8_t> whole = repack_rows_to_pq(*v, 0, 50);
+    ASSERT_EQ(static_cast<int64_t>(whole.size()), repacked_bytes(*v, 50));
+    std::vector<uint8_t> buf(whole.size(), 0xA5);
+    for (int64_t r0 = 0; r0 < 50; r0 += 32)
+      ASSERT_TRUE(try_repack_rows_into(*v, r0, std::min<int64_t>(32, 50 - r0), buf.data() + repacked_bytes(*v, r0)));
+    EXPECT_EQ(whole, buf);
+  }
+  q8.bytes[3 * 34 * 5 + 34 + 9] = 0x80;  // row 5 (inside the first whole tile): -128 has no PQ8 form
+  std::vector<uint8_t> buf(static_cast<size_t>(repacked_bytes(q8.view, 16)));
+  EXPECT_FALSE(try_repack_rows_into(q8.view, 0, 16, buf.data()));
+  TensorView q6 = k.view;
+  q6.type = DType::Q6_K;
+  EXPECT_EQ(repacked_bytes(q6, 16), 0);  // no block-for-block form
+}
+
 TEST(SourceGrid, NoExactFormIsRefused) {
   KTensor t = random_q4_k(2, 256, 9, 1e-3f, 1e-2f);
   EXPECT_TRUE(can_repack_to_pq(t.view));
@@ -156,6 +181,11 @@ TEST(SourceGrid, NoExactFormIsRefused) {
   EXPECT_EQ(source_grid_type(DType::Q6_K), DType::PQ8);
   EXPECT_EQ(source_grid_type(DType::F16), DType::PQ8);
   auto w = test::build_weight(DType::Q8_0, 2, 64, 0, 1);
+  ASSERT_TRUE(can_repack_to_pq(w.view));
+  const uint8_t code = w.bytes[34 + 2 + 5];
+  w.bytes[34 + 2 + 5] = 0x80;  // -128: PQ8 codes are -127..127
+  EXPECT_FALSE(can_repack_to_pq(w.view));
+  w.bytes[34 + 2 + 5] = code;
   w.view.shape = {2, 48};  // 48 columns: not whole blocks of 32
   EXPECT_FALSE(can_repack_to_pq(w.view));
 }
