@@ -15,6 +15,11 @@
 // see constrain/frame_cache.h) for every schema, built outside the timing:
 // each schema then pays its own frame walks, as the first schema compiled for
 // a vocabulary does.
+//
+// The common JSON frames (constrain/json_frames.h) are walked right after
+// each index is built, timed apart ("json_frames_ms"), as compile_constraint
+// does on a vocabulary's first JSON constraint; POCKET_BENCH_NO_JSON_FRAMES=1
+// leaves them out (each schema then walks them itself).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +29,8 @@
 #include <vector>
 
 #include "constrain/constraint.h"
+#include "constrain/frame_cache.h"
+#include "constrain/json_frames.h"
 #include "formats/external_vocab.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -52,13 +59,30 @@ int run(int argc, char** argv) {
   nlohmann::json out;
   out["vocab_size"] = vocab->vocab_size;
   out["vocab_index_ms"] = us_since(t0) / 1000.0;
+  const char* no_frames_env = std::getenv("POCKET_BENCH_NO_JSON_FRAMES");
+  const bool json_frames = !(no_frames_env && std::string(no_frames_env) == "1");
+  out["json_frames"] = json_frames;
+  auto warm = [&] {
+    if (!json_frames) {
+      vocab->frame_cache->claim_json_frames();  // compile_constraint will not make the pass either
+      return 0.0;
+    }
+    const auto w0 = std::chrono::steady_clock::now();
+    pocket::constrain::warm_json_frames(vocab);
+    return us_since(w0) / 1000.0;
+  };
+  out["json_frames_ms"] = warm();
+  out["json_frames_bytes"] = vocab->frame_cache->bytes();
   const auto walks = nlohmann::json::parse(read_all(argv[3]));
   const char* cold_env = std::getenv("POCKET_BENCH_COLD_FRAMES");
   const bool cold = cold_env && std::string(cold_env) == "1";
   out["cold_frames"] = cold;
   for (auto& [name, ids] : walks.items()) {
     nlohmann::json r;
-    if (cold) vocab = pocket::constrain::VocabIndex::build(*tok);
+    if (cold) {
+      vocab = pocket::constrain::VocabIndex::build(*tok);
+      warm();
+    }
     pocket::constrain::ConstraintSpec spec;
     spec.kind = pocket::constrain::ConstraintSpec::Kind::JsonSchema;
     spec.text = read_all(schema_dir + "/" + name);
@@ -68,7 +92,7 @@ int run(int argc, char** argv) {
       r["compile_ms"] = us_since(t0) / 1000.0;
       auto m = c->matcher();
       std::vector<double> mask_us;
-      std::vector<int64_t> steps, walks;
+      std::vector<int64_t> steps, walks, new_states;
       std::ofstream bits;
       if (!mask_dir.empty()) bits.open(mask_dir + "/" + name + ".bits", std::ios::binary);
       r["rejected_at"] = -1;
@@ -80,6 +104,7 @@ int run(int argc, char** argv) {
         const auto after = m.stats();
         steps.push_back(after.trie_steps - before.trie_steps);
         walks.push_back((after.frame_masks - after.frame_hits) - (before.frame_masks - before.frame_hits));
+        new_states.push_back(after.states - before.states);
         if (bits) bits.write(reinterpret_cast<const char*>(mask.data()), static_cast<std::streamsize>(mask.size_bytes()));
         if (i == ids.size()) break;
         if (!m.advance(ids[i].get<int32_t>())) {
@@ -90,6 +115,7 @@ int run(int argc, char** argv) {
       r["mask_us"] = mask_us;
       r["trie_steps"] = steps;    // per mask: trie nodes stepped through
       r["frame_walks_at"] = walks;  // per mask: frame walks done (not found in a cache)
+      r["new_states"] = new_states;  // per mask: parser states made
       const auto st = m.stats();
       r["frame_walks"] = st.frame_masks - st.frame_hits;
       r["shared_frames"] = st.shared_hits;
@@ -101,6 +127,7 @@ int run(int argc, char** argv) {
     }
     out["schemas"][name] = r;
   }
+  out["frame_cache_bytes"] = vocab->frame_cache->bytes();  // at the end (the last index, when cold)
   std::ofstream(argv[4]) << out.dump() << "\n";
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "constrain/json_frames.h"
 #include "generate/session.h"
 #include "runtime/loader.h"
 #include "util/error.h"
@@ -36,6 +37,13 @@ ConstrainedBenchReport run_constrained_bench(const std::string& model_path, cons
   rep.vocab_size = m.tokenizer->vocab_size();
   auto t0 = std::chrono::steady_clock::now();
   auto vocab = constrain::VocabIndex::build(*m.tokenizer);
+  // The common JSON frames with the index (once per vocabulary), not in the
+  // first JSON schema's compile time.
+  for (auto& [name, spec] : opt.constraints)
+    if (spec.kind == constrain::ConstraintSpec::Kind::JsonSchema || spec.kind == constrain::ConstraintSpec::Kind::Json) {
+      constrain::warm_json_frames(vocab);
+      break;
+    }
   rep.vocab_index_ms = ms_since(t0);
   Session session(m.model, m.tokenizer, opt.ctx, opt.threads);
   const auto prompt = m.tokenizer->encode(opt.prompt);

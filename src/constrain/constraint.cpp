@@ -1,6 +1,7 @@
 #include "constrain/constraint.h"
 
 #include "constrain/gbnf.h"
+#include "constrain/json_frames.h"
 #include "constrain/json_schema.h"
 #include "constrain/regex.h"
 #include "util/error.h"
@@ -48,6 +49,8 @@ std::shared_ptr<const Constraint> compile_constraint(const ConstraintSpec& spec,
   auto c = std::make_shared<Constraint>();
   c->grammar = std::make_shared<const CompiledGrammar>(compile_spec(spec));
   c->vocab = std::move(vocab);
+  // A vocabulary's first JSON constraint walks the common JSON frames.
+  if (spec.kind == ConstraintSpec::Kind::JsonSchema || spec.kind == ConstraintSpec::Kind::Json) warm_json_frames(c->vocab);
   return c;
 }
 

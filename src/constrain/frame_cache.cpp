@@ -129,6 +129,11 @@ void FrameCache::insert(const Hash128& key, std::shared_ptr<const FrameMasks> ma
   if (map_.emplace(key, std::move(masks)).second) bytes_ += b;
 }
 
+size_t FrameCache::bytes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
+}
+
 void FrameCache::set_limit(size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   limit_ = bytes;

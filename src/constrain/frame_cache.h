@@ -10,6 +10,7 @@
 // fragment: two fragments get the same name only when they are structurally
 // equal (or on a hash collision, about 2^-128 per pair).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -95,8 +96,13 @@ class FrameCache {
   std::shared_ptr<const FrameMasks> find(const Hash128& key);
   void insert(const Hash128& key, std::shared_ptr<const FrameMasks> masks);
   void set_limit(size_t bytes);
+  size_t bytes();  // of the frames held
+  // True for the first caller only: that one makes the pass of
+  // json_frames.h over this vocabulary (a caller may claim it to skip it).
+  bool claim_json_frames() { return !json_frames_claimed_.exchange(true); }
 
  private:
+  std::atomic<bool> json_frames_claimed_{false};
   std::mutex mu_;
   std::unordered_map<Hash128, std::shared_ptr<const FrameMasks>, Hash128Hasher> map_;
   size_t bytes_ = 0, limit_ = size_t{256} << 20;

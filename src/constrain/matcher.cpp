@@ -5,6 +5,10 @@
 #include <map>
 #include <unordered_map>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "util/error.h"
 
 namespace pocket::constrain {
@@ -22,11 +26,27 @@ constexpr int32_t kRel = 1 << 17, kTag = 1 << 18, kCountMask = kRel - 1;
 // compare at once in a word. Rooms of kFewItems or more use Frame::over.
 constexpr uint8_t kOut = 127;
 constexpr int32_t kFewItems = 16;
-// Bit k of the result: byte k of x < c (bytes of x and c below 128).
-inline uint32_t bytes_below(uint64_t x, uint8_t c) {
+// Bit k of the result: p[k] < c, for 64 bytes (all below 128, as c is).
+// SSE2 (every x86-64) compares 16 bytes per instruction; elsewhere eight
+// bytes per word with a carry-free subtraction.
+inline uint64_t bytes_below(const uint8_t* p, uint8_t c) {
+  uint64_t bits = 0;
+#if defined(__SSE2__)
+  const __m128i lim = _mm_set1_epi8(static_cast<char>(c));
+  for (int k = 0; k < 4; ++k) {
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    bits |= static_cast<uint64_t>(static_cast<uint16_t>(_mm_movemask_epi8(_mm_cmplt_epi8(x, lim)))) << (16 * k);
+  }
+#else
   constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
-  const uint64_t ge = ((x | kHigh) - c * kOnes) & kHigh;  // high bit: byte >= c
-  return static_cast<uint32_t>((((~ge & kHigh) >> 7) * 0x0102040810204080ull) >> 56);
+  for (int k = 0; k < 8; ++k) {
+    uint64_t x;
+    std::memcpy(&x, p + 8 * k, 8);
+    const uint64_t ge = ((x | kHigh) - c * kOnes) & kHigh;  // high bit: byte >= c
+    bits |= ((((~ge & kHigh) >> 7) * 0x0102040810204080ull) >> 56) << (8 * k);
+  }
+#endif
+  return bits;
 }
 constexpr int32_t kNone = INT32_MAX;
 // Grammar elements per stack of a frame, and reachable from each rule it
@@ -583,18 +603,11 @@ void Matcher::compute_mask(int32_t s) {
         if (j <= room) break;
         m[id >> 6] &= ~(uint64_t{1} << (id & 63)) | (other.empty() ? 0 : other[id >> 6]);
       }
-    } else {  // near the bound: compare every token's need, eight at a time
+    } else {  // near the bound: compare the needs of the words holding decided tokens
       const auto below = static_cast<uint8_t>(room + 1);
       const uint8_t* need = fr.need.data();  // padded to whole words with kOut
-      for (size_t w = 0; w < m.size(); ++w) {
-        uint64_t bits = 0;
-        for (int b = 0; b < 8; ++b) {
-          uint64_t x;
-          std::memcpy(&x, need + w * 64 + b * 8, 8);
-          bits |= static_cast<uint64_t>(bytes_below(x, below)) << (b * 8);
-        }
-        m[w] |= bits;
-      }
+      for (size_t w = 0; w < m.size(); ++w)  // a word without decided tokens is all kOut
+        if (fr.decided[w]) m[w] |= bytes_below(need + w * 64, below);
     }
     for (auto [id, j] : fr.tagged)
       if (j >= least && j <= room) m[id >> 6] |= uint64_t{1} << (id & 63);

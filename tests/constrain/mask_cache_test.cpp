@@ -8,7 +8,9 @@
 #include <random>
 
 #include "constrain/constraint.h"
+#include "constrain/frame_cache.h"
 #include "constrain/gbnf.h"
+#include "constrain/json_frames.h"
 #include "test_vocab.h"
 #include "util/error.h"
 
@@ -129,6 +131,8 @@ TEST(ConstrainMaskCache, FrameWalksAreSharedAcrossGrammarsOfOneVocabulary) {
   const std::vector<std::string> units = {"{", "}", "\"", "a", "b", ":", ",", "\\", "\xE4\xB8\xAD", "1"};
   std::mt19937 r1(5), r2(5), rng(6);
   auto shared = test_vocab(units, 200, r1), cold = test_vocab(units, 200, r2);
+  cold->frame_cache->claim_json_frames();  // no common JSON frames (json_frames.h): every walk its own
+  shared->frame_cache->claim_json_frames();  // only what schema a leaves
   ConstraintSpec a, b;
   a.kind = b.kind = ConstraintSpec::Kind::JsonSchema;
   a.text = R"({"type":"object","properties":{"x":{"type":"string","maxLength":4},"y":{"type":"string"},"n":{"type":"integer"}},"required":["x","y","n"],"additionalProperties":false})";
@@ -205,6 +209,59 @@ TEST(ConstrainMaskCache, LeavingACountedRepetitionByAFewBytesEqualsTheReference)
     check_caches(c->grammar, v, rng, 20, "email");
     if (HasFatalFailure()) return;
   }
+}
+
+}  // namespace
+}  // namespace pocket::constrain
+
+namespace pocket::constrain {
+namespace {
+
+TEST(ConstrainMaskCache, CommonJsonFramesGiveTheMasksOfOwnWalks) {
+  // The common JSON frames walked once per vocabulary (json_frames.h) against
+  // a vocabulary without them: schemas of those kinds in other places (root,
+  // array items, nested objects, other bounds) find walks in the cache, and
+  // every mask along random walks equals the cold vocabulary's and the
+  // reference.
+  const std::vector<std::string> units = {"{", "}", "[", "]", "\"", "a", "B", ":", ",", "\\", "\xE4\xB8\xAD", "1", "0",
+                                          "-", ".", "e", "@", "T", "Z", "+"};
+  std::mt19937 r1(7), r2(7), rng(8);
+  auto warm = test_vocab(units, 300, r1), cold = test_vocab(units, 300, r2);
+  ASSERT_TRUE(cold->frame_cache->claim_json_frames());
+  ASSERT_TRUE(warm_json_frames(warm));
+  EXPECT_FALSE(warm_json_frames(warm)) << "the pass ran twice";
+  const char* schemas[] = {
+      R"({"type":"object","properties":{"n":{"type":"string","maxLength":9},"m":{"type":"string","format":"email"},"d":{"type":"string","format":"date-time"},"x":{"type":"number"}},"required":["n","m","d","x"],"additionalProperties":false})",
+      R"({"type":"array","items":{"type":"object","properties":{"t":{"type":"string","minLength":2,"maxLength":5},"i":{"type":"integer"}},"required":["t","i"],"additionalProperties":false},"maxItems":3})",
+      R"({"type":"object","properties":{"o":{"type":"object","additionalProperties":{"type":"string"}},"u":{"type":"string","format":"uuid"}},"required":["o","u"]})",
+      R"({"type":"string","format":"email"})",
+  };
+  int64_t warm_hits = 0, cold_hits = 0;  // frames found in the vocabulary's cache
+  for (const char* text : schemas) {
+    ConstraintSpec spec;
+    spec.kind = ConstraintSpec::Kind::JsonSchema;
+    spec.text = text;
+    auto gw = compile_constraint(spec, warm), gc = compile_constraint(spec, cold);
+    for (int seed = 0; seed < 3; ++seed) {
+      Matcher mw = gw->matcher(), mc = gc->matcher();
+      for (int step = 0; step < 24; ++step) {
+        const auto mask = copy(mw.mask());
+        ASSERT_EQ(mask, copy(mc.mask())) << text << " step " << step;
+        expect_reference(mw, *warm, text);
+        if (HasFatalFailure()) return;
+        std::vector<int32_t> allowed;
+        for (int32_t t = 0; t < warm->vocab_size; ++t)
+          if (t != warm->eos_ids[0] && ((mask[t >> 6] >> (t & 63)) & 1)) allowed.push_back(t);
+        if (allowed.empty()) break;
+        const int32_t t = allowed[rng() % allowed.size()];
+        ASSERT_TRUE(mw.advance(t));
+        ASSERT_TRUE(mc.advance(t));
+      }
+      warm_hits += mw.stats().shared_hits;
+      cold_hits += mc.stats().shared_hits;
+    }
+  }
+  EXPECT_GT(warm_hits, cold_hits) << "no schema found a common frame";
 }
 
 }  // namespace
