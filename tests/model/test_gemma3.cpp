@@ -65,8 +65,9 @@ TEST(Gemma3Real, PromptsTokenizeAsInLlamaCpp) {
 // the sequences part. Both engines quantize activations to 8 bits (one
 // scale per 32 or, for the K-quants, per 256 columns) for the same weights,
 // each with its own rounding and summation order; logits run from about -10
-// to 25. Measured on AVX-512 VNNI: largest difference 1.81 (in a 16-token
-// chat prompt), median about 0.3. And Pocket's own greedy continuation
+// to 25. Measured on AVX-512 VNNI: largest difference 1.11 since the Q5_0
+// and Q8_0 matrices run as PQ8 copies (1.81 on the row-major block
+// kernels, in a 16-token chat prompt), median about 0.3. And Pocket's own greedy continuation
 // equals llama.cpp's up to the first step whose top two logits (in
 // llama.cpp) are closer than 0.5 -- from there either choice is fair
 // (measured: 26 steps over the five prompts). This runs the file's Q4_K
