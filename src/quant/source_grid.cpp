@@ -155,12 +155,17 @@ bool has_minus_128(const uint8_t* p) {
 // Q8_0 moves its fp16 scale's bits and its codes four bytes at a time (a
 // 178 MB output head at load). PQ8 codes are -127..127 (the AVX2 and NEON
 // kernels take |code|): a block with -128 has no PQ8 form.
+// The fp16 scale bits of the Q8_0 block at b, when the block has a PQ8 form.
+bool q8_0_scale(const uint8_t* b, uint16_t& d_bits) {
+  std::memcpy(&d_bits, b, 2);
+  return finite_half(d_bits) && !has_minus_128(b + 2);
+}
+
 bool repack_q8_0_row(const uint8_t* row, int64_t groups, const RowSink& out) {
   for (int64_t g = 0; g < groups; ++g) {
     const uint8_t* b = row + g * 34;
     uint16_t d_bits;
-    std::memcpy(&d_bits, b, 2);
-    if (!finite_half(d_bits) || has_minus_128(b + 2)) return false;
+    if (!q8_0_scale(b, d_bits)) return false;
     if (!out.tile) continue;
     uint8_t* blk = out.tile + g * out.gbytes;
     std::memcpy(blk + 2 * out.rr, &d_bits, 2);
@@ -176,10 +181,8 @@ bool repack_q8_0_tile(const uint8_t* src, int64_t row_bytes, int64_t groups, uin
   for (int64_t g = 0; g < groups; ++g) {
     uint8_t* blk = tile + g * gbytes;
     for (int r = 0; r < pq::kTileRows; ++r) {
-      const uint8_t* b = src + r * row_bytes + g * 34;
       uint16_t d_bits;
-      std::memcpy(&d_bits, b, 2);
-      if (!finite_half(d_bits) || has_minus_128(b + 2)) return false;
+      if (!q8_0_scale(src + r * row_bytes + g * 34, d_bits)) return false;
       std::memcpy(blk + 2 * r, &d_bits, 2);
     }
     for (int c = 0; c < kGroup / 4; ++c)
