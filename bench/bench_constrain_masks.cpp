@@ -5,7 +5,9 @@
 //
 //   bench_constrain_masks TOKENIZER.json SCHEMA_DIR WALKS.json OUT.json [MASK_DIR]
 //
-// WALKS.json: {"schema file name": [token ids], ...}. For each schema the
+// WALKS.json: {"schema file name": [token ids], ...}; a name may end in
+// "#run" (several walks of one schema, as `pocket bench --constraint-walks`
+// writes them: each walk a fresh matcher). For each walk the
 // masks of the start state and after each token are timed (steps =
 // tokens + 1); a token the mask does not allow ends that walk there
 // ("rejected_at" in OUT.json). MASK_DIR/<schema>.bits: the masks, one row
@@ -41,6 +43,21 @@ std::string read_all(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) pocket::fail("cannot read ", path);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// Printable ASCII as is, other bytes as \xNN (JSON output must be UTF-8).
+std::string readable(std::string_view b) {
+  std::string out;
+  for (unsigned char c : b) {
+    if (c >= 32 && c < 127) {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
 }
 
 double us_since(std::chrono::steady_clock::time_point t0) {
@@ -85,7 +102,7 @@ int run(int argc, char** argv) {
     }
     pocket::constrain::ConstraintSpec spec;
     spec.kind = pocket::constrain::ConstraintSpec::Kind::JsonSchema;
-    spec.text = read_all(schema_dir + "/" + name);
+    spec.text = read_all(schema_dir + "/" + name.substr(0, name.find('#')));
     try {
       t0 = std::chrono::steady_clock::now();
       auto c = pocket::constrain::compile_constraint(spec, vocab);
@@ -93,6 +110,7 @@ int run(int argc, char** argv) {
       auto m = c->matcher();
       std::vector<double> mask_us;
       std::vector<int64_t> steps, walks, new_states;
+      std::vector<std::string> text;  // per token: its bytes, readable
       std::ofstream bits;
       if (!mask_dir.empty()) bits.open(mask_dir + "/" + name + ".bits", std::ios::binary);
       r["rejected_at"] = -1;
@@ -107,6 +125,8 @@ int run(int argc, char** argv) {
         new_states.push_back(after.states - before.states);
         if (bits) bits.write(reinterpret_cast<const char*>(mask.data()), static_cast<std::streamsize>(mask.size_bytes()));
         if (i == ids.size()) break;
+        const int32_t id = ids[i].get<int32_t>();
+        text.push_back(id >= 0 && id < vocab->vocab_size ? readable(vocab->bytes[id]) : "?");
         if (!m.advance(ids[i].get<int32_t>())) {
           r["rejected_at"] = i;
           break;
@@ -116,6 +136,7 @@ int run(int argc, char** argv) {
       r["trie_steps"] = steps;    // per mask: trie nodes stepped through
       r["frame_walks_at"] = walks;  // per mask: frame walks done (not found in a cache)
       r["new_states"] = new_states;  // per mask: parser states made
+      r["tokens"] = text;
       const auto st = m.stats();
       r["frame_walks"] = st.frame_masks - st.frame_hits;
       r["shared_frames"] = st.shared_hits;

@@ -26,6 +26,7 @@ struct BenchArgs {
   std::vector<int> verify;  // --verify: speculative decoding's verify cost instead
   ConstraintFlags constraint;
   std::string constraint_corpus;  // a folder of JSON Schemas
+  std::string constraint_walks;   // where to write the constrained runs' tokens
 };
 
 int run_verify_bench(const BenchArgs& a) {
@@ -58,7 +59,9 @@ int run_constrained(const BenchArgs& a) {
       o.constraints.emplace_back(f.filename().string(), s);
     }
   }
-  std::fputs(bench::format_constrained(bench::run_constrained_bench(a.model, o)).c_str(), stdout);
+  const bench::ConstrainedBenchReport r = bench::run_constrained_bench(a.model, o);
+  std::fputs(bench::format_constrained(r).c_str(), stdout);
+  if (!a.constraint_walks.empty()) bench::write_constrained_walks(r, a.constraint_walks);
   return 0;
 }
 
@@ -110,6 +113,9 @@ void add_bench(CLI::App& app, int& rc) {
   a->constraint.add_to(*sub, "--any-json");
   sub->add_option("--constraint-corpus", a->constraint_corpus,
                   "Bench constrained decoding with every JSON Schema (*.json) in this folder");
+  sub->add_option("--constraint-walks", a->constraint_walks,
+                  "Write every constrained run's tokens to this JSON file ({\"schema#run\": [ids]}, for "
+                  "bench_constrain_masks)");
   sub->callback([a, &rc] { rc = a->verify.empty() ? run_bench(*a) : run_verify_bench(*a); });
 }
 

@@ -7,6 +7,7 @@
 #include "constrain/json_frames.h"
 #include "generate/session.h"
 #include "runtime/loader.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace pocket::bench {
@@ -68,6 +69,7 @@ ConstrainedBenchReport run_constrained_bench(const std::string& model_path, cons
         session.reset();
         GenerateResult r = session.generate(prompt, co);
         rep.mask_us.insert(rep.mask_us.end(), r.mask_us.begin(), r.mask_us.end());
+        rep.walks.emplace_back(name + "#" + std::to_string(run), r.tokens);
         res.tokens = static_cast<int>(r.tokens.size());
         res.complete = r.constraint_complete;
         if (r.decode_seconds > 0 && !r.tokens.empty()) cr.push_back(r.tokens.size() / r.decode_seconds);
@@ -129,6 +131,18 @@ std::string format_constrained(const ConstrainedBenchReport& r) {
                 percentile(r.mask_us, 1.0));
   out += buf;
   return out;
+}
+
+void write_constrained_walks(const ConstrainedBenchReport& r, const std::string& path) {
+  write_file_atomically(path, [&](std::ostream& out) {
+    out << "{";
+    for (size_t i = 0; i < r.walks.size(); ++i) {
+      out << (i ? ",\n" : "\n") << '"' << r.walks[i].first << "\": [";  // names are file names of a folder
+      for (size_t k = 0; k < r.walks[i].second.size(); ++k) out << (k ? "," : "") << r.walks[i].second[k];
+      out << "]";
+    }
+    out << "\n}\n";
+  });
 }
 
 }  // namespace pocket::bench

@@ -38,11 +38,17 @@ struct ConstrainedBenchReport {
   int vocab_size = 0;
   std::vector<ConstrainedResult> results;
   std::vector<float> mask_us;  // every constrained token, all constraints and runs
+  // Every constrained run's tokens, named "<constraint>#<run>" (the walks
+  // bench_constrain_masks replays: the states random output reaches).
+  std::vector<std::pair<std::string, std::vector<int32_t>>> walks;
   double free_tok_s = 0, constrained_tok_s = 0, ratio = 0;  // medians of the per-constraint figures
   double compile_median_ms = 0, compile_max_ms = 0;
 };
 
 ConstrainedBenchReport run_constrained_bench(const std::string& model_path, const ConstrainedBenchOptions& opt);
 std::string format_constrained(const ConstrainedBenchReport& r);
+// The walks as one JSON object {"name#run": [token ids]}, written to `path`
+// through a temporary file.
+void write_constrained_walks(const ConstrainedBenchReport& r, const std::string& path);
 
 }  // namespace pocket::bench
