@@ -419,9 +419,18 @@ bool Matcher::counted_split(int32_t s, Split& out) {
     }
   }
   if (votes.empty()) return false;
-  const Vote* pick = &votes[0];
+  // An entry below another voted one (an email's list of domain labels
+  // under the label's own count) would put the inner count into the frame,
+  // one frame walk per count: only the innermost entries compete.
+  auto outer = [&](const Vote& v) {
+    for (const Vote& w : votes)
+      for (int32_t x = w.node == v.node ? -1 : nodes_[w.node].parent; x >= 0; x = nodes_[x].parent)
+        if (x == v.node) return true;
+    return false;
+  };
+  const Vote* pick = nullptr;
   for (const Vote& v : votes)
-    if (v.stacks > pick->stacks || (v.stacks == pick->stacks && v.depth < pick->depth)) pick = &v;
+    if (!outer(v) && (!pick || v.stacks > pick->stacks || (v.stacks == pick->stacks && v.depth < pick->depth))) pick = &v;
   out.rep_node = pick->node;
   const Node r = nodes_[out.rep_node];
   std::vector<Item> inside, others;

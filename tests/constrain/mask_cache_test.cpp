@@ -211,6 +211,32 @@ TEST(ConstrainMaskCache, LeavingACountedRepetitionByAFewBytesEqualsTheReference)
   }
 }
 
+TEST(ConstrainMaskCache, OneWalkServesEveryCountOfADomainLabel) {
+  // Inside an email's second domain label two counted repetitions are alive:
+  // the label's own characters ({0,61}) and the list of labels ({1,3})
+  // below it, each on one stack. Split around the list, the label's count
+  // sat inside the frame and every character was a new whole-trie walk
+  // (random output wanders into long labels); split around the label, all
+  // counts share one walk. Masks equal the reference at every count.
+  const std::vector<std::string> units = {"ab", "c", "x1", "-", ".", "@", "\"", "{", "}", ":", "e"};
+  std::mt19937 rng(17);
+  auto v = test_vocab(units, 400, rng);
+  ConstraintSpec spec;
+  spec.kind = ConstraintSpec::Kind::JsonSchema;
+  spec.text = R"({"type":"object","properties":{"e":{"type":"string","format":"email"}},"required":["e"],"additionalProperties":false})";
+  auto m = compile_constraint(spec, v)->matcher();
+  ASSERT_TRUE(m.advance_bytes(R"({"e":"a@b.c)"));
+  int64_t walks = -1;
+  for (const char* ch : {"d", "e", "-", "f", "1", "g", "h", "-", "i"}) {
+    ASSERT_TRUE(m.advance_bytes(ch)) << ch;
+    expect_reference(m, *v, std::string("after ") + ch);
+    if (HasFatalFailure()) return;
+    const auto st = m.stats();
+    if (walks < 0) walks = st.frame_masks - st.frame_hits;
+    EXPECT_EQ(st.frame_masks - st.frame_hits, walks) << "a new frame walk at count " << m.advances() - 1;
+  }
+}
+
 }  // namespace
 }  // namespace pocket::constrain
 
