@@ -44,13 +44,27 @@ std::string same_len(const std::string& x, const std::string& y) {
   return out + ")";
 }
 
-// Non-negative integers in [a, b], no leading zeros.
+// Non-negative integers in [a, b], no leading zeros. The lengths all of whose
+// numbers lie in the range are one counted repetition: a parse of a long
+// number then lives on one stack, not one per length (each with a count of
+// its own: a mask per digit split the state once per length).
 std::string nonneg_range(long long a, long long b) {
   std::string sa = std::to_string(a), sb = std::to_string(b);
   if (sa.size() == sb.size()) return same_len(sa, sb);
-  std::vector<std::string> parts{same_len(sa, std::string(sa.size(), '9'))};
-  for (size_t len = sa.size() + 1; len < sb.size(); ++len) parts.push_back(cat("[1-9][0-9]{", len - 1, "}"));
-  parts.push_back(same_len("1" + std::string(sb.size() - 1, '0'), sb));
+  std::vector<std::string> parts;
+  size_t full_lo = sa.size() + 1, full_hi = sb.size() - 1;  // lengths of the repetition
+  if (sa[0] == '1' && sa.find_first_not_of('0', 1) == std::string::npos)
+    full_lo = sa.size();
+  else
+    parts.push_back(same_len(sa, std::string(sa.size(), '9')));
+  if (sb == std::string(sb.size(), '9'))
+    full_hi = sb.size();
+  else
+    parts.push_back(same_len("1" + std::string(sb.size() - 1, '0'), sb));
+  if (full_lo == 1 && full_hi == 1)
+    parts.push_back("[1-9]");
+  else if (full_lo <= full_hi)
+    parts.push_back(cat("[1-9][0-9]{", full_lo - 1, ",", full_hi - 1, "}"));
   std::string out = "(?:";
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? "|" : "") + parts[i];
   return out + ")";

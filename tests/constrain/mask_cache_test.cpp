@@ -139,7 +139,10 @@ TEST(ConstrainMaskCache, FrameWalksAreSharedAcrossGrammarsOfOneVocabulary) {
   b.text = R"({"type":"object","properties":{"k":{"type":"integer"},"t":{"type":"string","minLength":2,"maxLength":7},"u":{"type":"string"}},"required":["t","k","u"],"additionalProperties":false})";
   auto ca = compile_constraint(a, shared);
   auto ma = ca->matcher();
-  ASSERT_TRUE(ma.advance_bytes(R"({"x":"ab","y":"b","n":1})"));
+  for (char ch : std::string(R"({"x":"ab","y":"b","n":1})")) {
+    ma.mask();  // its frame walks go into the vocabulary's cache
+    ASSERT_TRUE(ma.advance_bytes(std::string(1, ch))) << ch;
+  }
   Matcher warm = compile_constraint(b, shared)->matcher();
   Matcher fresh = compile_constraint(b, cold)->matcher();
   for (const char* part : {"{\"k\":1", ",\"t\":\"", "a", "b\xE4", "\xB8\xAD", "ab", "a", "\",\"u\":\"", "b", "\"}"}) {
@@ -208,6 +211,30 @@ TEST(ConstrainMaskCache, LeavingACountedRepetitionByAFewBytesEqualsTheReference)
   for (int seed = 0; seed < 4; ++seed) {
     check_caches(c->grammar, v, rng, 20, "email");
     if (HasFatalFailure()) return;
+  }
+}
+
+TEST(ConstrainMaskCache, ALongIntegerIsOneParseNotOnePerLength) {
+  // An integer with a minimum (1 to 16 digits): its lengths are one counted
+  // repetition. As one alternative per length, each digit kept a parse per
+  // longer length, each with a count of its own, and every digit's mask split
+  // the state once per length (a dozen new states and masks per digit on
+  // random output). Masks equal the reference at every digit.
+  const std::vector<std::string> units = {"1", "23", "0", "9", ",", "}", "{", "\"", ":", "n"};
+  std::mt19937 rng(19);
+  auto v = test_vocab(units, 300, rng);
+  ConstraintSpec spec;
+  spec.kind = ConstraintSpec::Kind::JsonSchema;
+  spec.text = R"({"type":"object","properties":{"n":{"type":"integer","minimum":1}},"required":["n"],"additionalProperties":false})";
+  auto m = compile_constraint(spec, v)->matcher();
+  ASSERT_TRUE(m.advance_bytes(R"({"n":)"));
+  for (const char* d : {"4", "3", "5", "3", "5", "4", "5", "7", "3", "1"}) {
+    expect_reference(m, *v, std::string("before ") + d);
+    if (HasFatalFailure()) return;
+    const int64_t states = m.stats().states;
+    ASSERT_TRUE(m.advance_bytes(d)) << d;
+    m.mask();
+    EXPECT_LE(m.stats().states - states, 4) << "parser states made by digit " << m.advances() - 1;
   }
 }
 
