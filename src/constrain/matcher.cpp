@@ -265,6 +265,7 @@ void Matcher::make_room(size_t bytes) {
   masks_.clear();
   frames_.clear();
   below_escapes_.clear();
+  counted_masks_.clear();
   for (State& st : states_) st.mask = st.frame_info = -1;
   cache_bytes_ = 0;
   ++evictions_;
@@ -538,11 +539,12 @@ const Matcher::Frame& Matcher::counted_frame_info(int32_t f) {
 // local part is left by '.' or '@' only, from most of the trie), those
 // nodes are the candidates and each is kept when its parent is an escape;
 // otherwise every escape's children are stepped.
-const std::vector<std::pair<int32_t, int32_t>>& Matcher::below_escapes(int32_t frame, const Frame& fr, int32_t exit) {
+const Matcher::Below& Matcher::below_escapes(int32_t frame, const Frame& fr, int32_t exit) {
   const uint64_t k = (static_cast<uint64_t>(frame) << 32) | static_cast<uint32_t>(exit);
   auto it = below_escapes_.find(k);
   if (it != below_escapes_.end()) return it->second;
-  std::vector<std::pair<int32_t, int32_t>> out;
+  Below be;
+  auto& out = be.toks;
   walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
   // Walks the subtree of trie node `from` (a child of escape node `node`)
   // from `exit`, pairing each accepted token with the escapes [e, end).
@@ -581,8 +583,18 @@ const std::vector<std::pair<int32_t, int32_t>>& Matcher::below_escapes(int32_t f
       e = end;
     }
   }
+  for (auto [j, id] : out) be.lo = std::min(be.lo, j), be.hi = std::max(be.hi, j);
+  for (auto [id, j] : fr.tagged) be.lo = std::min(be.lo, j), be.hi = std::max(be.hi, j);
+  if (!fr.over.empty()) be.hi = std::max(be.hi, fr.over[0].first);  // most first
   cache_bytes_ += out.size() * 2 * sizeof(int32_t);
-  return below_escapes_.emplace(k, std::move(out)).first->second;
+  return below_escapes_.emplace(k, std::move(be)).first->second;
+}
+
+size_t Matcher::CountedKeyHash::operator()(const CountedKey& k) const {
+  uint64_t h = 1469598103934665603ull;
+  for (int32_t x : {k.frame, k.exit, k.other, k.room, k.least, k.accept})
+    h = (h ^ static_cast<uint32_t>(x)) * 1099511628211ull;
+  return static_cast<size_t>(h ^ (h >> 29));
 }
 
 
@@ -593,17 +605,32 @@ const std::vector<std::pair<int32_t, int32_t>>& Matcher::below_escapes(int32_t f
 void Matcher::compute_mask(int32_t s) {
   Split split;
   if (counted_split(s, split)) {
+    const Node& r = nodes_[split.rep_node];
+    const Repeat& rep = g_->rep(g_->flat[r.pos]);
+    const int32_t room = rep.max < 0 ? kNone : rep.max - r.cnt;  // items the real count still allows
+    const int32_t least = rep.min - r.cnt;                       // items it needs before leaving
+    make_room(v_->mask_words() * sizeof(uint64_t) + static_cast<size_t>(v_->vocab_size));
+    CountedKey ck;
+    {
+      // Every j of the frame compares the same with room and least as with
+      // these (room above all j, least below all j change nothing).
+      const Below& below = below_escapes(split.frame, counted_frame_info(split.frame), split.exit);
+      ck = {split.frame, split.exit, split.other,
+            room >= kFewItems ? std::min(room, std::max(below.hi, kFewItems)) : room, std::max(least, below.lo),
+            states_[s].accept ? 1 : 0};
+    }
+    if (auto hit = counted_masks_.find(ck); hit != counted_masks_.end()) {
+      states_[s].mask = hit->second;
+      return;
+    }
     std::vector<uint64_t> m(v_->mask_words(), 0);
     if (split.other >= 0) {
       if (states_[split.other].mask < 0) compute_mask(split.other);
       m = masks_[states_[split.other].mask];
     }
-    make_room(v_->mask_words() * sizeof(uint64_t) + static_cast<size_t>(v_->vocab_size));
+    make_room(v_->mask_words() * sizeof(uint64_t) + static_cast<size_t>(v_->vocab_size));  // the other's may have filled it
     const Frame& fr = counted_frame_info(split.frame);
-    const Node& r = nodes_[split.rep_node];
-    const Repeat& rep = g_->rep(g_->flat[r.pos]);
-    const int32_t room = rep.max < 0 ? kNone : rep.max - r.cnt;  // items the real count still allows
-    const int32_t least = rep.min - r.cnt;                       // items it needs before leaving
+    const Below& below = below_escapes(split.frame, fr, split.exit);
     if (room >= kFewItems) {  // all but the few tokens needing more room than that
       const bool clears = !fr.over.empty() && fr.over[0].first > room;
       const std::vector<uint64_t> other = clears && split.other >= 0 ? m : std::vector<uint64_t>();
@@ -613,19 +640,20 @@ void Matcher::compute_mask(int32_t s) {
         m[id >> 6] &= ~(uint64_t{1} << (id & 63)) | (other.empty() ? 0 : other[id >> 6]);
       }
     } else {  // near the bound: compare the needs of the words holding decided tokens
-      const auto below = static_cast<uint8_t>(room + 1);
+      const auto lim = static_cast<uint8_t>(room + 1);
       const uint8_t* need = fr.need.data();  // padded to whole words with kOut
       for (size_t w = 0; w < m.size(); ++w)  // a word without decided tokens is all kOut
-        if (fr.decided[w]) m[w] |= bytes_below(need + w * 64, below);
+        if (fr.decided[w]) m[w] |= bytes_below(need + w * 64, lim);
     }
     for (auto [id, j] : fr.tagged)
       if (j >= least && j <= room) m[id >> 6] |= uint64_t{1} << (id & 63);
-    for (auto [j, id] : below_escapes(split.frame, fr, split.exit))
+    for (auto [j, id] : below.toks)
       if (j >= least && j <= room) m[id >> 6] |= uint64_t{1} << (id & 63);
     if (states_[s].accept)
       for (int32_t e : v_->eos_ids) m[e >> 6] |= uint64_t{1} << (e & 63);
     cache_bytes_ += m.size() * sizeof(uint64_t);
     states_[s].mask = static_cast<int32_t>(masks_.size());
+    counted_masks_.emplace(ck, states_[s].mask);
     masks_.push_back(std::move(m));
     return;
   }

@@ -148,7 +148,13 @@ class Matcher {
   bool frame_key(int32_t f, bool counted, Hash128& key);
   const Frame* cached_frame(int32_t f, bool counted, Hash128& key, bool& shareable);
   const Frame& keep_frame(int32_t f, Frame fr, const Hash128& key, bool shareable);
-  const std::vector<std::pair<int32_t, int32_t>>& below_escapes(int32_t frame, const Frame& fr, int32_t exit);
+  // The tokens accepted below a counted frame's escapes, and the relative
+  // counts the real bounds can tell apart (see below_escapes()).
+  struct Below {
+    std::vector<std::pair<int32_t, int32_t>> toks;  // (j, token)
+    int32_t lo = INT32_MAX, hi = -1;  // least and most j of toks, the frame's tagged and (hi) its needs
+  };
+  const Below& below_escapes(int32_t frame, const Frame& fr, int32_t exit);
   void make_room(size_t bytes);
   int32_t trie_step(int32_t node);
 
@@ -167,7 +173,19 @@ class Matcher {
   // Per (counted frame, real state past its repetition): (j, token) for the
   // tokens accepted below the frame's escapes, so each count of one
   // repetition walks them once.
-  std::unordered_map<uint64_t, std::vector<std::pair<int32_t, int32_t>>> below_escapes_;
+  std::unordered_map<uint64_t, Below> below_escapes_;
+  // Masks of states inside a counted repetition by what they are made of:
+  // (frame, exit, other state, room, least, accepting) with room and least
+  // clamped to the counts that make a difference, so the counts of a long
+  // string far from its bounds share one mask.
+  struct CountedKey {
+    int32_t frame, exit, other, room, least, accept;
+    bool operator==(const CountedKey&) const = default;
+  };
+  struct CountedKeyHash {
+    size_t operator()(const CountedKey& k) const;
+  };
+  std::unordered_map<CountedKey, int32_t, CountedKeyHash> counted_masks_;
   std::shared_ptr<FrameCache> shared_;  // the vocabulary's frames (null: none)
   RuleNames rule_names_;                // names of this grammar's rules in that cache's keys
   size_t cache_bytes_ = 0, cache_limit_ = size_t{256} << 20;

@@ -214,6 +214,36 @@ TEST(ConstrainMaskCache, LeavingACountedRepetitionByAFewBytesEqualsTheReference)
   }
 }
 
+TEST(ConstrainMaskCache, CountsFarFromTheBoundsShareOneMask) {
+  // A string of 2 to 60 characters: between its least and its most a count
+  // tells no token apart from the next count, so those counts' states share
+  // one mask (computed once); near the bounds the masks differ. Every mask
+  // equals the reference, and a matcher evicting at every mask agrees.
+  const std::vector<std::string> units = {"a", "bc", "\"", "\\", "n", "\xE4\xB8\xAD", "}", ",", ":", "{"};
+  std::mt19937 rng(23);
+  auto v = test_vocab(units, 300, rng);
+  ConstraintSpec spec;
+  spec.kind = ConstraintSpec::Kind::JsonSchema;
+  spec.text = R"({"type":"object","properties":{"s":{"type":"string","minLength":2,"maxLength":60}},"required":["s"],"additionalProperties":false})";
+  auto c = compile_constraint(spec, v);
+  auto m = c->matcher();
+  ASSERT_TRUE(m.advance_bytes(R"({"s":")"));
+  std::vector<const uint64_t*> seen;
+  for (int i = 0; i < 60; ++i) {
+    expect_reference(m, *v, "at count " + std::to_string(i));
+    if (HasFatalFailure()) return;
+    seen.push_back(m.mask().data());
+    ASSERT_TRUE(m.advance_bytes(i % 3 ? "a" : "\xE4\xB8\xAD"));
+  }
+  EXPECT_EQ(seen[20], seen[30]) << "counts far from both bounds did not share a mask";
+  EXPECT_NE(seen[0], seen[30]) << "below the least count";
+  EXPECT_NE(seen[59], seen[30]) << "at the most";
+  for (int seed = 0; seed < 3; ++seed) {
+    check_caches(c->grammar, v, rng, 40, "bounded string");
+    if (HasFatalFailure()) return;
+  }
+}
+
 TEST(ConstrainMaskCache, ALongIntegerIsOneParseNotOnePerLength) {
   // An integer with a minimum (1 to 16 digits): its lengths are one counted
   // repetition. As one alternative per length, each digit kept a parse per
