@@ -91,6 +91,19 @@ int run(int argc, char** argv) {
   out["json_frames_ms"] = warm();
   out["json_frames_bytes"] = vocab->frame_cache->bytes();
   const auto walks = nlohmann::json::parse(read_all(argv[3]));
+  // POCKET_BENCH_EVICT_MB=N: before each mask, read N MiB (as a forward
+  // pass streams its weights through the caches), outside the timing.
+  const char* evict_env = std::getenv("POCKET_BENCH_EVICT_MB");
+  std::vector<uint8_t> junk(evict_env ? static_cast<size_t>(std::atoll(evict_env)) << 20 : 0, 1);
+  out["evict_mb"] = junk.size() >> 20;
+  // POCKET_BENCH_EVICT_AT=advance: read them before each advance instead (the
+  // mask computed right after the token that leads to it).
+  const char* at_env = std::getenv("POCKET_BENCH_EVICT_AT");
+  const bool evict_at_advance = at_env && std::string(at_env) == "advance";
+  uint64_t junk_sum = 0;
+  auto evict = [&] {
+    for (size_t i = 0; i < junk.size(); i += 64) junk_sum += junk[i];
+  };
   const char* cold_env = std::getenv("POCKET_BENCH_COLD_FRAMES");
   const bool cold = cold_env && std::string(cold_env) == "1";
   out["cold_frames"] = cold;
@@ -109,12 +122,13 @@ int run(int argc, char** argv) {
       r["compile_ms"] = us_since(t0) / 1000.0;
       auto m = c->matcher();
       std::vector<double> mask_us;
-      std::vector<int64_t> steps, walks, new_states;
+      std::vector<int64_t> steps, walks, new_states, hits;
       std::vector<std::string> text;  // per token: its bytes, readable
       std::ofstream bits;
       if (!mask_dir.empty()) bits.open(mask_dir + "/" + name + ".bits", std::ios::binary);
       r["rejected_at"] = -1;
       for (size_t i = 0; i <= ids.size(); ++i) {
+        if (!evict_at_advance) evict();
         t0 = std::chrono::steady_clock::now();
         const auto before = m.stats();
         auto mask = m.mask();
@@ -123,10 +137,12 @@ int run(int argc, char** argv) {
         steps.push_back(after.trie_steps - before.trie_steps);
         walks.push_back((after.frame_masks - after.frame_hits) - (before.frame_masks - before.frame_hits));
         new_states.push_back(after.states - before.states);
+        hits.push_back(after.mask_hits - before.mask_hits);
         if (bits) bits.write(reinterpret_cast<const char*>(mask.data()), static_cast<std::streamsize>(mask.size_bytes()));
         if (i == ids.size()) break;
         const int32_t id = ids[i].get<int32_t>();
         text.push_back(id >= 0 && id < vocab->vocab_size ? readable(vocab->bytes[id]) : "?");
+        if (evict_at_advance) evict();
         if (!m.advance(ids[i].get<int32_t>())) {
           r["rejected_at"] = i;
           break;
@@ -136,6 +152,7 @@ int run(int argc, char** argv) {
       r["trie_steps"] = steps;    // per mask: trie nodes stepped through
       r["frame_walks_at"] = walks;  // per mask: frame walks done (not found in a cache)
       r["new_states"] = new_states;  // per mask: parser states made
+      r["mask_hit"] = hits;          // per mask: 1 when it was cached
       r["tokens"] = text;
       const auto st = m.stats();
       r["frame_walks"] = st.frame_masks - st.frame_hits;
@@ -149,6 +166,7 @@ int run(int argc, char** argv) {
     out["schemas"][name] = r;
   }
   out["frame_cache_bytes"] = vocab->frame_cache->bytes();  // at the end (the last index, when cold)
+  out["evict_sum"] = junk_sum;  // keeps the reads
   std::ofstream(argv[4]) << out.dump() << "\n";
   return 0;
 }
