@@ -77,6 +77,17 @@ void walk_trie(const VocabIndex& v, std::vector<int32_t>& stack, int32_t from, i
     ++i;
   }
 }
+// walk_trie over the whole trie from a state whose first bytes are `first`:
+// only the subtrees of the root's children with such a byte (the others are
+// dead at once; stepping into each of 256 far-apart children costs more
+// than the rest of a small walk).
+template <class Step, class Visit>
+void walk_whole_trie(const VocabIndex& v, const ByteSet& first, std::vector<int32_t>& stack, Step&& step, Visit&& visit) {
+  for (int b = 0; b < 256; ++b) {
+    const int32_t c = v.root_child[b];
+    if (c >= 0 && first.test(static_cast<uint8_t>(b))) walk_trie(v, stack, c, v.node_skip[c], step, visit);
+  }
+}
 uint64_t key(int32_t pos, int32_t parent, int32_t cnt) {
   return static_cast<uint64_t>(pos) | (static_cast<uint64_t>(parent + 3) << 22) | (static_cast<uint64_t>(cnt) << 45);
 }
@@ -328,8 +339,8 @@ const Matcher::Frame& Matcher::frame_info(int32_t f) {
   fr.decided.assign(v_->mask_words(), 0);
   walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
   walk_stack_[0] = f;
-  walk_trie(*v_, walk_stack_, 0, static_cast<int32_t>(v_->node_byte.size()), [&](int32_t i) { return trie_step(i); },
-            [&](int32_t i, int32_t t) {
+  const ByteSet first = states_[f].bytes;  // a copy: the walk adds states
+  walk_whole_trie(*v_, first, walk_stack_, [&](int32_t i) { return trie_step(i); }, [&](int32_t i, int32_t t) {
     if (states_[t].escaped) {
       fr.undecided.push_back(i);
       return false;
@@ -499,8 +510,8 @@ const Matcher::Frame& Matcher::counted_frame_info(int32_t f) {
   fr.decided.assign(v_->mask_words(), 0);
   walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
   walk_stack_[0] = f;
-  walk_trie(*v_, walk_stack_, 0, static_cast<int32_t>(v_->node_byte.size()), [&](int32_t i) { return trie_step(i); },
-            [&](int32_t i, int32_t t) {
+  const ByteSet first = states_[f].bytes;  // a copy: the walk adds states
+  walk_whole_trie(*v_, first, walk_stack_, [&](int32_t i) { return trie_step(i); }, [&](int32_t i, int32_t t) {
     for (int32_t j : states_[t].esc_tags) fr.escapes.emplace_back(i, j);
     if (v_->node_tok[i] < v_->node_tok[i + 1]) {
       rel_info(t);
@@ -663,37 +674,33 @@ void Matcher::compute_mask(int32_t s) {
   if (f >= 0) {
     const Frame& fr = frame_info(f);
     m = fr.decided;
-    const auto& roots = fr.undecided;
-    const auto& byte = v_->node_byte;
+    // Each undecided subtree: step down its ancestors not yet on the path
+    // stepped for the previous one (path_[d]: the node whose state
+    // walk_stack_[d] holds), then walk it marking its tokens. Reaching a
+    // subtree through its ancestors, not across the siblings before it,
+    // keeps a walk of a few hundred nodes from touching all of the trie.
     const auto& depth = v_->node_depth;
-    const auto& skip = v_->node_skip;
-    const int32_t n = static_cast<int32_t>(byte.size());
     walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
+    path_.assign(static_cast<size_t>(v_->max_depth) + 1, -1);
     walk_stack_[0] = s;
-    size_t k = 0;
-    int32_t inside_end = -1;  // end of the undecided subtree being walked
-    for (int32_t i = 0; i < n;) {
-      bool inside = i < inside_end;
-      if (!inside) {
-        while (k < roots.size() && roots[k] < i) ++k;
-        if (k == roots.size()) break;
-        if (roots[k] >= skip[i]) {  // nothing undecided below node i
-          i = skip[i];
-          continue;
-        }
+    for (int32_t r : fr.undecided) {
+      chain_.clear();
+      int32_t x = v_->node_parent[r];
+      for (; x >= 0 && path_[depth[x]] != x; x = v_->node_parent[x]) chain_.push_back(x);
+      if (x >= 0 && walk_stack_[depth[x]] < 0) continue;  // below a dead ancestor
+      bool dead = false;
+      for (size_t k = chain_.size(); k-- > 0 && !dead;) {
+        const int32_t a = chain_[k];
+        walk_stack_[depth[a]] = trie_step(a);
+        path_[depth[a]] = a;
+        dead = walk_stack_[depth[a]] < 0;
       }
-      const int32_t t = trie_step(i);
-      if (t < 0) {
-        i = skip[i];
-        continue;
-      }
-      walk_stack_[depth[i]] = t;
-      if (!inside && roots[k] == i) {
-        inside = true;
-        inside_end = skip[i];
-      }
-      if (inside) mark_tokens(*v_, i, m);
-      ++i;
+      if (dead) continue;
+      walk_trie(*v_, walk_stack_, r, v_->node_skip[r], [&](int32_t i) { return trie_step(i); }, [&](int32_t i, int32_t) {
+        mark_tokens(*v_, i, m);
+        return true;
+      });
+      std::fill(path_.begin() + depth[r], path_.end(), -1);  // the walk wrote walk_stack_ from depth[r] down
     }
   } else {
     m.assign(v_->mask_words(), 0);

@@ -189,7 +189,7 @@ class Matcher {
   std::shared_ptr<FrameCache> shared_;  // the vocabulary's frames (null: none)
   RuleNames rule_names_;                // names of this grammar's rules in that cache's keys
   size_t cache_bytes_ = 0, cache_limit_ = size_t{256} << 20;
-  std::vector<int32_t> walk_stack_;
+  std::vector<int32_t> walk_stack_, path_, chain_;
   std::vector<int32_t> history_;  // state after each advance; [0] = start
   std::unordered_set<uint64_t> seen_;
   std::vector<int32_t> scratch_, tags_;

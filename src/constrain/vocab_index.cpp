@@ -82,6 +82,13 @@ std::shared_ptr<const VocabIndex> VocabIndex::build(std::vector<std::string> byt
   v->byte_nodes.resize(nodes);
   std::vector<int32_t> fill(v->byte_start.begin(), v->byte_start.end() - 1);
   for (int32_t i = 0; i < nodes; ++i) v->byte_nodes[fill[v->node_byte[i]]++] = i;
+  // The root's children come in byte order (the strings are sorted bytewise).
+  v->root_child.assign(256, -1);
+  for (int32_t i = 0, last = -1; i < nodes; i = v->node_skip[i]) {
+    if (static_cast<int>(v->node_byte[i]) <= last) fail("vocabulary index: the trie's first bytes are out of order");
+    last = v->node_byte[i];
+    v->root_child[last] = i;
+  }
   v->bytes = std::move(bytes);
   v->excluded = std::move(excluded);
   v->eos_ids = std::move(eos_ids);

@@ -31,6 +31,7 @@ struct VocabIndex {
   std::vector<int32_t> node_parent;  // -1 for children of the root
   // The nodes whose byte is b, in preorder: byte_nodes[byte_start[b] .. byte_start[b + 1]).
   std::vector<int32_t> byte_nodes, byte_start;
+  std::vector<int32_t> root_child;  // per byte: the root's child with that byte (-1: none)
   int max_depth = 0;
   // Frame walks shared by every matcher on this vocabulary (frame_cache.h).
   std::shared_ptr<FrameCache> frame_cache;

@@ -349,3 +349,26 @@ TEST(ConstrainMaskCache, CommonJsonFramesGiveTheMasksOfOwnWalks) {
 
 }  // namespace
 }  // namespace pocket::constrain
+
+namespace pocket::constrain {
+namespace {
+
+TEST(ConstrainVocabIndex, RootChildrenByByteAgreeWithThePreorder) {
+  // root_child (the frame walks start only at the first bytes a state
+  // accepts) against a plain scan of the trie's depth-1 nodes.
+  const std::vector<std::string> units = {"\xFF", "\x80", "a", "ab", "\"", std::string(1, '\0'), "\xE4\xB8\xAD", " "};
+  std::mt19937 rng(29);
+  auto v = test_vocab(units, 300, rng);
+  std::vector<int32_t> expect(256, -1);
+  for (size_t i = 0; i < v->node_byte.size(); ++i)
+    if (v->node_depth[i] == 1) {
+      EXPECT_EQ(expect[v->node_byte[i]], -1) << "two root children with byte " << int(v->node_byte[i]);
+      expect[v->node_byte[i]] = static_cast<int32_t>(i);
+    }
+  EXPECT_EQ(v->root_child, expect);
+  EXPECT_GE(v->root_child[0xFF], 0);
+  EXPECT_GE(v->root_child[0x80], 0);
+}
+
+}  // namespace
+}  // namespace pocket::constrain
