@@ -1,4 +1,5 @@
 #include "speculative/dflash_file.h"
+#include "speculative/dflash_gguf.h"
 
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -62,9 +63,12 @@ DFlashConvertReport convert_dflash_draft(const std::string& dir, const std::stri
   }
   std::vector<std::vector<uint8_t>> keep;  // bytes the writer streams from
   for (const auto& [name, t] : st.tensors()) {
-    const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1, cols = t.shape.empty() ? 0 : t.shape.back();
-    if (t.shape.empty() || t.shape.size() > 2 || cols <= 0)
-      fail(dir, ": tensor ", name, " has ", t.shape.size(), " dimensions; a DFlash draft has vectors and matrices");
+    // DFlash2's conv base kernels are 3-D (sides x taps x hidden): f32 rows.
+    const int64_t cols = t.shape.empty() ? 0 : t.shape.back();
+    if (t.shape.empty() || t.shape.size() > 3 || cols <= 0)
+      fail(dir, ": tensor ", name, " has ", t.shape.size(),
+           " dimensions; a DFlash draft has vectors, matrices and (DFlash2) 3-D conv kernels");
+    const int64_t rows = t.numel() / cols;
     std::vector<float> f(static_cast<size_t>(rows * cols));
     TensorView m = t;
     m.shape = {rows, cols};
@@ -94,6 +98,10 @@ DFlashDraftFile open_dflash_draft_file(const std::string& path) {
   f.mapping = MappedFile::open(path);
   const GgufFile g = GgufFile::parse(f.mapping);
   const auto config = g.get_string(kDFlashConfigKey);
+  if (!config && g.get_string("general.architecture") == "dflash") {
+    read_llama_dflash_gguf(g, f);  // llama.cpp's dflash.* form
+    return f;
+  }
   if (!config)
     fail(path, ": not a Pocket DFlash draft file (no ", kDFlashConfigKey,
          "; make one with pocket convert-draft, or give the draft's folder)");

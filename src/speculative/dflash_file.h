@@ -41,7 +41,8 @@ DFlashConvertReport convert_dflash_draft(const std::string& dir, const std::stri
                                          const DFlashConvertOptions& opt);
 
 // A Pocket draft file opened: config.json text and tensor views into the
-// mapping (kept alive here).
+// mapping (kept alive here). A GGUF in llama.cpp's dflash.* form
+// (speculative/dflash_gguf.h) opens too, as the folder it was made from.
 struct DFlashDraftFile {
   std::string config_json;
   std::map<std::string, TensorView> tensors;

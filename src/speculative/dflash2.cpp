@@ -1,0 +1,60 @@
+#include "speculative/dflash2.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "kernels/kernels.h"
+
+namespace pocket {
+
+void dflash2_conv(const Dflash2Conv& conv, int kernel, int group_size, int side, const float* dyn, const float* x,
+                  int n, int hidden, float* y) {
+  const int groups = hidden / group_size;
+  const size_t dyn_row = static_cast<size_t>(2) * kernel * groups;
+  for (int i = 0; i < n; ++i) {
+    float* yi = y + static_cast<size_t>(i) * hidden;
+    std::fill(yi, yi + hidden, 0.0f);
+    for (int t = 0; t < kernel && t <= i; ++t) {
+      const float* base = &conv.base[(static_cast<size_t>(side) * kernel + t) * hidden];
+      const float* coef = dyn + static_cast<size_t>(i) * dyn_row + (static_cast<size_t>(side) * kernel + t) * groups;
+      const float* xs = x + static_cast<size_t>(i - t) * hidden;
+      for (int g = 0; g < groups; ++g)
+        for (int c = g * group_size; c < (g + 1) * group_size; ++c) yi[c] += (base[c] + coef[g]) * xs[c];
+    }
+  }
+}
+
+void dflash2_select(const Dflash2Selector& s, int top_k, int32_t anchor, std::span<const float> logits, int rows,
+                    int width, std::span<const int32_t> ids, std::span<const float> proj, int rank,
+                    std::vector<int32_t>& out) {
+  out.clear();
+  const int k = std::min(top_k, width);
+  std::vector<int> cols(static_cast<size_t>(width));
+  std::vector<float> cond(static_cast<size_t>(rank)), succ(static_cast<size_t>(rank));
+  int32_t prev = anchor;
+  for (int i = 0; i < rows; ++i) {
+    const float* row = logits.data() + static_cast<size_t>(i) * width;
+    std::iota(cols.begin(), cols.end(), 0);
+    std::partial_sort(cols.begin(), cols.begin() + k, cols.end(),
+                      [&](int a, int b) { return row[a] != row[b] ? row[a] > row[b] : a < b; });
+    // cond = predecessor[prev] * proj: the bilinear form's left side.
+    kernels::dequant_row(*s.predecessor, prev, cond.data());
+    const float* p = proj.data() + static_cast<size_t>(i) * rank;
+    for (int r = 0; r < rank; ++r) cond[static_cast<size_t>(r)] *= p[r];
+    int best = -1;
+    float best_score = 0;
+    for (int j = 0; j < k; ++j) {
+      const int col = cols[static_cast<size_t>(j)];
+      const int32_t tok = ids.empty() ? col : ids[static_cast<size_t>(col)];
+      kernels::dequant_row(*s.successor, tok, succ.data());
+      float score = 0;
+      for (int r = 0; r < rank; ++r) score += cond[static_cast<size_t>(r)] * succ[static_cast<size_t>(r)];
+      score += row[col];
+      if (best < 0 || score > best_score) best = j, best_score = score;
+    }
+    prev = ids.empty() ? cols[static_cast<size_t>(best)] : ids[static_cast<size_t>(cols[static_cast<size_t>(best)])];
+    out.push_back(prev);
+  }
+}
+
+}  // namespace pocket
