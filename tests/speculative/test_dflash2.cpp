@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "common/test_util.h"
 #include "dflash_fixture.h"
@@ -17,6 +19,7 @@
 #include "speculative/dflash_file.h"
 #include "speculative/speculative.h"
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 namespace pocket {
 namespace {
@@ -222,6 +225,49 @@ TEST(DFlash2, PocketDraftFileCarriesDflash2) {
       EXPECT_EQ(generate_speculative(s, drafter, in, o, {4, false}).tokens, plain.tokens);
     }
   }
+}
+
+// Against tools/dflash_reference.py (numpy, float64; shares no code with
+// Pocket), run by scripts/oracles.sh with POCKET_ORACLE_DFLASH set to its
+// output: the target's forward for the taps and the drafts' forward in
+// Python, the drafts written as z-lab folders and by `gguf` in llama.cpp's
+// form. Both forms of both drafts give the reference's logits within 5e-3
+// (f16 target weights, f32 accumulation, fp16 draft keys/values) and its
+// drafted tokens up to the first row whose score margin is 0.02 or less.
+TEST(DFlashLive, DraftsMatchTheNumpyReference) {
+  const char* dir = std::getenv("POCKET_ORACLE_DFLASH");
+  if (!dir) GTEST_SKIP() << "POCKET_ORACLE_DFLASH is not set (scripts/oracles.sh sets it)";
+  const auto expected = nlohmann::json::parse(read_text_file(std::string(dir) + "/expected.json"));
+  LoadedModel m = load_model(expected["target"].get<std::string>());
+  const ModelConfig& c = m.model->config();
+  Session s(m.model, m.tokenizer, 64, 2);
+  int compared = 0;
+  for (const auto& d : expected["drafts"])
+    for (const char* form : {"folder", "gguf"}) {
+      const std::string where = d["name"].get<std::string>() + " " + form;
+      DFlashDrafter drafter(std::make_shared<const DFlashDraft>(d[form].get<std::string>(), c), s);
+      for (const auto& k : d["cases"]) {
+        const auto hist = k["history"].get<std::vector<int32_t>>();
+        s.reset();
+        s.prefill(std::span<const int32_t>(hist.data(), hist.size() - 1));
+        const std::vector<float> got = drafter.block_logits(hist);
+        const auto want = k["logits"].get<std::vector<std::vector<double>>>();
+        ASSERT_EQ(got.size(), want.size() * static_cast<size_t>(c.vocab_size)) << where;
+        double worst = 0;
+        for (size_t i = 0; i < want.size(); ++i)
+          for (int v = 0; v < c.vocab_size; ++v)
+            worst = std::max(worst, std::abs(got[i * static_cast<size_t>(c.vocab_size) + static_cast<size_t>(v)] -
+                                             want[i][static_cast<size_t>(v)]));
+        EXPECT_LT(worst, 5e-3) << where;
+        std::vector<int32_t> drafted;
+        drafter.draft(hist, static_cast<int>(want.size()), drafted);
+        const auto picks = k["picks"].get<std::vector<int32_t>>();
+        const auto margins = k["margins"].get<std::vector<double>>();
+        for (size_t i = 0; i < picks.size() && margins[i] > 0.02; ++i, ++compared)
+          EXPECT_EQ(drafted[i], picks[i]) << where << " row " << i;
+      }
+    }
+  EXPECT_GE(compared, 20);
 }
 
 // Hostile DFlash2 configs and tensors: one clear error each.
