@@ -89,13 +89,16 @@ inline constexpr int kDraftVocabDefault = -1;
 class DFlashDrafter : public Drafter {
  public:
   DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, Session& session, int draft_vocab = kDraftVocabDefault);
-  const char* name() const override { return "dflash"; }
+  const char* name() const override { return draft_->config().dflash2() ? "dflash2" : "dflash"; }
+  // Each drafted row's argmax (DFlash), or the candidate selector's picks
+  // (DFlash2: speculative/dflash2.h).
   void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) override;
   // The draft's context keys/values for the whole prefilled prompt.
   void prepare(std::span<const int32_t> history) override;
   // The draft's logits for block positions 1..rows (all B-1 when rows < 0)
   // after `history` (whose last token is the anchor, not yet run by the
-  // target): rows x logits_width(); column j is token token_of(j).
+  // target): rows x logits_width(); column j is token token_of(j); after
+  // output_multiplier and final_logit_softcapping when the draft sets them.
   const std::vector<float>& block_logits(std::span<const int32_t> history, int rows = -1);
   int logits_width() const;
   int32_t token_of(int column) const { return subset_ ? subset_->ids()[static_cast<size_t>(column)] : column; }
