@@ -1,7 +1,6 @@
 #include "speculative/dflash2.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "kernels/kernels.h"
 
@@ -28,29 +27,37 @@ void dflash2_select(const Dflash2Selector& s, int top_k, int32_t anchor, std::sp
                     int width, std::span<const int32_t> ids, std::span<const float> proj, int rank,
                     std::vector<int32_t>& out) {
   out.clear();
-  const int k = std::min(top_k, width);
-  std::vector<int> cols(static_cast<size_t>(width));
+  const size_t k = static_cast<size_t>(std::min(top_k, width));
+  std::vector<int> cols;  // the row's top k columns, best first
+  cols.reserve(k + 1);
   std::vector<float> cond(static_cast<size_t>(rank)), succ(static_cast<size_t>(rank));
   int32_t prev = anchor;
   for (int i = 0; i < rows; ++i) {
     const float* row = logits.data() + static_cast<size_t>(i) * width;
-    std::iota(cols.begin(), cols.end(), 0);
-    std::partial_sort(cols.begin(), cols.begin() + k, cols.end(),
-                      [&](int a, int b) { return row[a] != row[b] ? row[a] > row[b] : a < b; });
+    // One pass keeping the k best (a column joins only when strictly
+    // better than the k-th, so equal logits keep the lower column first).
+    cols.clear();
+    for (int col = 0; col < width; ++col) {
+      const float v = row[col];
+      if (cols.size() == k && !(v > row[cols.back()])) continue;
+      auto at = std::upper_bound(cols.begin(), cols.end(), v, [&](float x, int c) { return x > row[c]; });
+      cols.insert(at, col);
+      if (cols.size() > k) cols.pop_back();
+    }
     // cond = predecessor[prev] * proj: the bilinear form's left side.
     kernels::dequant_row(*s.predecessor, prev, cond.data());
     const float* p = proj.data() + static_cast<size_t>(i) * rank;
     for (int r = 0; r < rank; ++r) cond[static_cast<size_t>(r)] *= p[r];
     int best = -1;
     float best_score = 0;
-    for (int j = 0; j < k; ++j) {
-      const int col = cols[static_cast<size_t>(j)];
+    for (size_t j = 0; j < k; ++j) {
+      const int col = cols[j];
       const int32_t tok = ids.empty() ? col : ids[static_cast<size_t>(col)];
       kernels::dequant_row(*s.successor, tok, succ.data());
       float score = 0;
       for (int r = 0; r < rank; ++r) score += cond[static_cast<size_t>(r)] * succ[static_cast<size_t>(r)];
       score += row[col];
-      if (best < 0 || score > best_score) best = j, best_score = score;
+      if (best < 0 || score > best_score) best = static_cast<int>(j), best_score = score;
     }
     prev = ids.empty() ? cols[static_cast<size_t>(best)] : ids[static_cast<size_t>(cols[static_cast<size_t>(best)])];
     out.push_back(prev);
