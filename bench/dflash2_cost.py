@@ -19,8 +19,12 @@ import shutil
 import statistics
 import struct
 import subprocess
+import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from dflash_reference import write_safetensors  # noqa: E402
 
 KERNEL, GROUP, RANK, TOP_K = 4, 32, 256, 16
 
@@ -42,19 +46,6 @@ def read_safetensors(path):
             a = np.frombuffer(data[b:e], dtypes[h["dtype"]])
         out[name] = a.astype(np.float32).reshape(h["shape"])
     return out
-
-
-def write_safetensors(path, tensors):
-    header, blobs, off = {}, [], 0
-    for name, a in tensors.items():
-        b = np.ascontiguousarray(a, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
 def copy_draft(src, dst, cfg, t):

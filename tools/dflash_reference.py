@@ -143,6 +143,11 @@ def write_folder(path, H, d, tensors):
            "rms_norm_eps": 1e-6, "rope_theta": 1e6, "block_size": d["block"], "dflash_config": dc}
     with open(os.path.join(path, "config.json"), "w") as f:
         json.dump(cfg, f, indent=1)
+    write_safetensors(os.path.join(path, "model.safetensors"), tensors)
+
+
+def write_safetensors(path, tensors):
+    """The safetensors container (8-byte header length, JSON header, data), every tensor f32."""
     header, blobs, off = {}, [], 0
     for name, a in tensors.items():
         b = np.ascontiguousarray(a, dtype="<f4").tobytes()
@@ -151,7 +156,7 @@ def write_folder(path, H, d, tensors):
         off += len(b)
     h = json.dumps(header).encode()
     h += b" " * (-len(h) % 8)
-    with open(os.path.join(path, "model.safetensors"), "wb") as f:
+    with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 

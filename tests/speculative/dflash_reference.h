@@ -3,6 +3,8 @@
 // code), for the DFlash tests: it reads the fixture's own float weights, not
 // Pocket's loader.
 #pragma once
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include "kernels/kernels.h"
 #include "runtime/loader.h"
 #include "speculative/dflash.h"
+#include "speculative/speculative.h"
 
 namespace pocket::test {
 
@@ -273,6 +276,30 @@ inline double max_diff(const std::vector<float>& a, const std::vector<float>& b)
   double m = 0;
   for (size_t i = 0; i < a.size(); ++i) m = std::max(m, static_cast<double>(std::abs(a[i] - b[i])));
   return m;
+}
+
+// Greedy speculative output with `drafter` equals plain greedy decoding
+// (tokens and text) on `prompts` random prompts (seeds from `seed`), at
+// blocks of 1 and 4 tokens; returns the tokens drafted.
+inline int expect_greedy_as_plain(Session& s, Drafter& drafter, int prompts, uint64_t seed) {
+  GenerateOptions o;
+  o.max_tokens = 24;
+  o.sampling.temperature = 0;
+  int drafted = 0;
+  for (int i = 0; i < prompts; ++i) {
+    const auto in = prompt_tokens(3 + 4 * i, seed + static_cast<uint64_t>(i));
+    s.reset();
+    const auto want = s.generate(in, o);
+    for (int k : {1, 4}) {
+      SpeculativeStats st;
+      s.reset();
+      const auto got = generate_speculative(s, drafter, in, o, {k, false}, {}, &st);
+      EXPECT_EQ(got.tokens, want.tokens) << "prompt " << i << " k=" << k;
+      EXPECT_EQ(got.text, want.text);
+      drafted += st.drafted;
+    }
+  }
+  return drafted;
 }
 
 }  // namespace pocket::test

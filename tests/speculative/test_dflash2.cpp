@@ -106,22 +106,7 @@ TEST(DFlash2, SpeculativeOutputEqualsPlain) {
   auto draft = std::make_shared<const DFlashDraft>(dir.path(), c);
   Session s(m.model, m.tokenizer, 96, test::emulated() ? 1 : 2);
   DFlashDrafter drafter(draft, s);
-  GenerateOptions o;
-  o.max_tokens = 24;
-  o.sampling.temperature = 0;
-  int drafted = 0;
-  for (int i = 0; i < (test::emulated() ? 2 : 3); ++i) {
-    const auto in = prompt_tokens(3 + 4 * i, 60 + static_cast<uint64_t>(i));
-    s.reset();
-    const auto want = s.generate(in, o);
-    for (int k : {1, 4}) {
-      SpeculativeStats st;
-      s.reset();
-      const auto got = generate_speculative(s, drafter, in, o, {k, false}, {}, &st);
-      EXPECT_EQ(got.tokens, want.tokens) << "prompt " << i << " k=" << k;
-      drafted += st.drafted;
-    }
-  }
+  const int drafted = test::expect_greedy_as_plain(s, drafter, test::emulated() ? 2 : 3, 60);
   EXPECT_GT(drafted, 0);
   if (test::emulated()) return;  // 1000 short generations; the rule is ISA-independent
   GenerateOptions so = test::top4_sampling();
