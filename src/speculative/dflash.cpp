@@ -46,8 +46,9 @@ const json* setting(const json& j, const json& d, const char* key) {
 float get_float_setting(const json& j, const json& d, const char* key, float fallback, const std::string& where) {
   const json* v = setting(j, d, key);
   if (!v) return fallback;
-  if (!v->is_number() || !std::isfinite(v->get<double>())) fail(where, ": config.json \"", key, "\" is not a finite number");
-  return v->get<float>();
+  if (!v->is_number() || !(std::abs(v->get<double>()) <= 1e30))
+    fail(where, ": config.json \"", key, "\" is not a number of a sensible size");
+  return static_cast<float>(v->get<double>());
 }
 
 // The logit transforms and DFlash2's conv and selector settings; a DFlash2
