@@ -15,6 +15,15 @@
 // over the row's top-k tokens j, proj = hidden_projection(the row's
 // final-normed hidden state); the best scoring token is drafted and becomes
 // prev.
+// The format follows z-lab's DFlash2 model code as published in ports of it
+// (tensor names, [side][tap][group] coefficient layout, selector on the
+// logits after output_multiplier / softcapping). llama.cpp's implementation
+// agrees on the math; it differs in that it runs the block at the drafted
+// length (Pocket always runs the trained block_size: attention in the
+// block is not causal, so a shorter block changes the logits), needs
+// hidden >= top_k * (top_k + 1) (its packed output; no such limit here) and
+// can stop a draft early on the selector's softmax confidence (here the
+// block planner chooses the length).
 #pragma once
 #include <cstdint>
 #include <span>

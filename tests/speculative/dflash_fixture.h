@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -146,8 +147,9 @@ struct Draft {
 
   // Writes the same draft as llama.cpp's converter would (general.architecture
   // "dflash", its key and tensor names, target layers counted from 1, the
-  // mask token as a tokenizer key), all tensors f32.
-  void write_gguf(const std::string& path, int H) const {
+  // mask token as a tokenizer key), all tensors f32; `tweak` may change the
+  // writer before the file is written.
+  void write_gguf(const std::string& path, int H, const std::function<void(GgufWriter&)>& tweak = {}) const {
     GgufWriter g;
     g.set_string("general.architecture", "dflash");
     g.set_u32("dflash.embedding_length", static_cast<uint32_t>(H));
@@ -206,6 +208,7 @@ struct Draft {
       }
       g.add_tensor(out, DType::F32, t.first, t.second.data(), t.second.size() * sizeof(float));
     }
+    if (tweak) tweak(g);
     g.write(path);
   }
 

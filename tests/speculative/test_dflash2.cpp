@@ -151,9 +151,9 @@ TEST(DFlash2, GgufDraftsGiveTheFolderLogits) {
   // Bad files: one clear error each (written by the same writer with one
   // thing changed).
   const Draft d = dflash2_draft(c.dim, 53);
-  auto expect_error = [&](const Draft& bad, const std::string& says) {
+  auto expect_error = [&](const Draft& bad, const std::string& says, const std::function<void(GgufWriter&)>& tweak = {}) {
     test::TempDir dir;
-    bad.write_gguf(dir.file("bad.gguf"), c.dim);
+    bad.write_gguf(dir.file("bad.gguf"), c.dim, tweak);
     try {
       DFlashDraft x(dir.file("bad.gguf"), c);
       ADD_FAILURE() << "no error; expected one saying " << says;
@@ -173,6 +173,14 @@ TEST(DFlash2, GgufDraftsGiveTheFolderLogits) {
   Draft zero = d;
   zero.taps = {-1, 1};  // written 1-based: 0
   expect_error(zero, "count target layers from 1");
+  static const std::vector<float> row(64, 1.0f);
+  expect_error(d, "carries its own token_embd.weight", [](GgufWriter& g) {
+    g.add_tensor("token_embd.weight", DType::F32, {1, 64}, row.data(), row.size() * sizeof(float));
+  });
+  expect_error(d, "dflash.attention.sliding_window", [](GgufWriter& g) { g.set_u32("dflash.attention.sliding_window", 4); });
+  expect_error(d, "dflash.attention.causal", [](GgufWriter& g) { g.set_bool("dflash.attention.causal", true); });
+  expect_error(d, "dflash.block_size", [](GgufWriter& g) { g.set_string("dflash.block_size", "five"); });
+  expect_error(d, "\"conv_group_size\" = 0", [](GgufWriter& g) { g.set_u32("dflash.conv_group_size", 0); });
 }
 
 // `pocket convert-draft` carries a DFlash2 draft (3-D conv kernels in f32,
