@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/test_util.h"
 #include "dflash_fixture.h"
@@ -109,6 +110,30 @@ TEST(DFlash2, SpeculativeOutputEqualsPlain) {
   DFlashDrafter drafter(draft, s);
   const int drafted = test::expect_greedy_as_plain(s, drafter, 3, 60);
   EXPECT_GT(drafted, 0);
+  // With a reduced draft vocabulary the selector's candidates are the
+  // subset's: drafts stay inside it, output is unchanged; a subset smaller
+  // than the selector's top-k is refused.
+  {
+    DraftVocab ranking;
+    ranking.vocab_size = c.vocab_size;
+    for (int i = 0; i < c.vocab_size; ++i) ranking.ranked.push_back((i * 7 + 3) % c.vocab_size);
+    write_draft_vocab(dir.file(kDraftVocabFileName), ranking);
+    auto ranked = std::make_shared<const DFlashDraft>(dir.path(), c);
+    DFlashDrafter sub(ranked, s, 40);
+    EXPECT_GT(test::expect_greedy_as_plain(s, sub, 2, 64), 0);
+    const std::set<int32_t> allowed(ranking.ranked.begin(), ranking.ranked.begin() + 40);
+    std::vector<int32_t> block;
+    s.reset();
+    sub.draft(std::vector<int32_t>{5}, d.block - 1, block);
+    ASSERT_EQ(block.size(), static_cast<size_t>(d.block - 1));
+    for (int32_t t : block) EXPECT_TRUE(allowed.count(t)) << t;
+    try {
+      DFlashDrafter too_small(ranked, s, d.sel_top_k - 1);
+      ADD_FAILURE() << "a draft vocabulary smaller than the selector's top-k was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("smaller than the DFlash2 selector's top-k"), std::string::npos) << e.what();
+    }
+  }
   GenerateOptions so = test::top4_sampling();
   const auto in = prompt_tokens(6, 77);
   const auto exact = test::exact_pair_distribution(s, in, so.sampling);
