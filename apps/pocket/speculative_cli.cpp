@@ -66,7 +66,7 @@ std::unique_ptr<Drafter> SpeculativeFlags::make_drafter(Session& session, std::s
     drafter = std::make_unique<ModelDrafter>(d.model, d.tokenizer, session.tokenizer(), session.context_size(),
                                              session.pool().size());
   } else if (kind == "dflash") {
-    if (dflash.empty()) fail_as(ErrorCode::InvalidArgument, "--draft dflash needs --dflash PATH (the draft's folder or file)");
+    if (dflash.empty()) fail_as(ErrorCode::InvalidArgument, "--draft dflash needs --dflash DIR (the draft's folder, or a draft file)");
     auto d = std::make_shared<const DFlashDraft>(dflash, session.model().config());
     drafter = std::make_unique<DFlashDrafter>(std::move(d), session, draft_vocab < 0 ? kDraftVocabDefault : draft_vocab);
   } else if (kind == "lookup") {
