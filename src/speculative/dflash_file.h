@@ -34,8 +34,9 @@ struct DFlashConvertReport {
   uint64_t bytes_in = 0, bytes_out = 0;  // tensor data read and written
 };
 
-// Reads DIR/config.json and DIR/model.safetensors and writes the Pocket
-// draft file `out` (via a temporary name). Throws pocket::Error naming the
+// Reads DIR/config.json and DIR/model.safetensors (or a draft file: a
+// llama.cpp DFlash GGUF, or a Pocket draft file to quantize again) and
+// writes the Pocket draft file `out` (via a temporary name). Throws pocket::Error naming the
 // problem (a missing file, invalid JSON, a non-finite weight...).
 DFlashConvertReport convert_dflash_draft(const std::string& dir, const std::string& out,
                                          const DFlashConvertOptions& opt);

@@ -143,7 +143,8 @@ TEST(DFlash2, SpeculativeOutputEqualsPlain) {
 // llama.cpp's GGUF form of the same random draft (its key and tensor names,
 // 1-based target layers, the mask token as a tokenizer key): the draft
 // logits and drafted tokens are bit-identical to the folder's, for a DFlash
-// and a DFlash2 draft; bad GGUF settings get one clear error.
+// and a DFlash2 draft, also after convert-draft from the GGUF (f32); bad
+// GGUF settings get one clear error.
 TEST(DFlash2, GgufDraftsGiveTheFolderLogits) {
   POCKET_SKIP_WHEN_EMULATED("the GGUF mapping is ISA-independent");
   const LoadedModel& m = target();
@@ -160,6 +161,9 @@ TEST(DFlash2, GgufDraftsGiveTheFolderLogits) {
     const auto gguf = test::draft_logits(m, s, dir.file("draft.gguf"), histories);
     ASSERT_GT(test::max_abs(folder), 0.1);
     EXPECT_EQ(gguf, folder) << "kind " << kind;
+    // convert-draft from the GGUF: in f32 the same logits again.
+    convert_dflash_draft(dir.file("draft.gguf"), dir.file("draft.pocket"), {DType::F32, 32});
+    EXPECT_EQ(test::draft_logits(m, s, dir.file("draft.pocket"), histories), folder) << "kind " << kind;
     const DFlashDraft from_gguf(dir.file("draft.gguf"), c);
     EXPECT_EQ(from_gguf.config().target_layer_ids, d.taps);
     EXPECT_EQ(from_gguf.config().dflash2(), kind == 1);
