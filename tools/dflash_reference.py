@@ -9,7 +9,8 @@ it, each written twice: in z-lab's folder layout (config.json and
 model.safetensors, the safetensors container written here by hand) and in
 llama.cpp's GGUF form (written by `gguf`, the library llama.cpp's converter
 uses: general.architecture "dflash", 1-based dflash.target_layers, the mask
-token as tokenizer.ggml.mask_token_id). Then, for a few random prompts, runs
+token as tokenizer.ggml.mask_token_id; once more with the matrices in Q8_0,
+quantized by gguf). Then, for a few random prompts, runs
 the target's own forward (for the hidden states the draft reads: the outputs
 of the chosen target layers, the last one after the final norm) and the
 draft's: context = hidden_norm(fc(taps)); the block [anchor, mask x (B-1)]
@@ -175,7 +176,8 @@ LLAMA_GLOBAL = {"fc.weight": "fc.weight", "hidden_norm.weight": "enc.output_norm
                 "candidate_selector.hidden_projection.weight": "selector_hidden.weight"}
 
 
-def write_gguf(path, H, d, tensors):
+def write_gguf(path, H, d, tensors, qtype=None):
+    """qtype (e.g. Q8_0): the matrices whose rows are whole blocks, quantized by gguf's own code."""
     w = gguf.GGUFWriter(path, "dflash")
     for k, v in (("embedding_length", H), ("feed_forward_length", d["ffn"]), ("block_count", d["layers"]),
                  ("attention.head_count", d["heads"]), ("attention.head_count_kv", d["kv_heads"]),
@@ -198,7 +200,11 @@ def write_gguf(path, H, d, tensors):
         else:
             _, l, rest = name.split(".", 2)
             out = f"blk.{l}.{LLAMA_LAYER[rest]}"
-        w.add_tensor(out, a)
+        block = gguf.GGML_QUANT_SIZES[qtype][0] if qtype is not None else 0
+        if qtype is not None and a.ndim == 2 and a.shape[1] % block == 0:
+            w.add_tensor(out, gguf.quants.quantize(a, qtype), raw_dtype=qtype)
+        else:
+            w.add_tensor(out, a)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -304,6 +310,8 @@ def main():
         folder, gguf_path = os.path.join(args.out, name), os.path.join(args.out, name + ".gguf")
         write_folder(folder, H, d, t)
         write_gguf(gguf_path, H, d, t)
+        q8_path = os.path.join(args.out, name + "-q8_0.gguf")
+        write_gguf(q8_path, H, d, t, gguf.GGMLQuantizationType.Q8_0)
         cases = []
         for hist in prompts:
             taps = target_taps(tcfg, tw, hist[:-1], d["taps"])
@@ -314,7 +322,8 @@ def main():
                 srt = -np.sort(-z, axis=-1)
                 picks, margins = np.argmax(z, axis=-1).tolist(), (srt[:, 0] - srt[:, 1]).tolist()
             cases.append({"history": hist, "logits": z.tolist(), "picks": picks, "margins": margins})
-        expected["drafts"].append({"name": name, "folder": folder, "gguf": gguf_path, "cases": cases})
+        expected["drafts"].append({"name": name, "folder": folder, "gguf": gguf_path, "gguf_q8_0": q8_path,
+                                   "cases": cases})
     with open(os.path.join(args.out, "expected.json"), "w") as f:
         json.dump(expected, f)
     print(f"dflash reference: {len(drafts)} drafts x {len(prompts)} prompts in {args.out}")

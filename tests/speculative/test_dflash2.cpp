@@ -256,7 +256,11 @@ TEST(DFlash2, PocketDraftFileCarriesDflash2) {
 // Python, the drafts written as z-lab folders and by `gguf` in llama.cpp's
 // form. Both forms of both drafts give the reference's logits within 5e-3
 // (f16 target weights, f32 accumulation, fp16 draft keys/values) and its
-// drafted tokens up to the first row whose score margin is 0.02 or less.
+// drafted tokens up to the first row whose score margin is 0.02 or less;
+// the GGUF with Q8_0 matrices (quantized by gguf) within 8% of the largest
+// |logit| (measured 2.1-2.7% for the DFlash draft, 2.6-4.0% for DFlash2,
+// whose random conv coefficients and selector make a worst case; Q8_0
+// weights and int8 activations).
 TEST(DFlashLive, DraftsMatchTheNumpyReference) {
   const char* dir = std::getenv("POCKET_ORACLE_DFLASH");
   if (!dir) GTEST_SKIP() << "POCKET_ORACLE_DFLASH is not set (scripts/oracles.sh sets it)";
@@ -266,8 +270,9 @@ TEST(DFlashLive, DraftsMatchTheNumpyReference) {
   Session s(m.model, m.tokenizer, 64, 2);
   int compared = 0;
   for (const auto& d : expected["drafts"])
-    for (const char* form : {"folder", "gguf"}) {
+    for (const char* form : {"folder", "gguf", "gguf_q8_0"}) {
       const std::string where = d["name"].get<std::string>() + " " + form;
+      const bool q8 = std::string(form) == "gguf_q8_0";
       DFlashDrafter drafter(std::make_shared<const DFlashDraft>(d[form].get<std::string>(), c), s);
       for (const auto& k : d["cases"]) {
         const auto hist = k["history"].get<std::vector<int32_t>>();
@@ -276,11 +281,18 @@ TEST(DFlashLive, DraftsMatchTheNumpyReference) {
         const std::vector<float> got = drafter.block_logits(hist);
         const auto want = k["logits"].get<std::vector<std::vector<double>>>();
         ASSERT_EQ(got.size(), want.size() * static_cast<size_t>(c.vocab_size)) << where;
-        double worst = 0;
+        double worst = 0, scale = 0;
         for (size_t i = 0; i < want.size(); ++i)
-          for (int v = 0; v < c.vocab_size; ++v)
-            worst = std::max(worst, std::abs(got[i * static_cast<size_t>(c.vocab_size) + static_cast<size_t>(v)] -
-                                             want[i][static_cast<size_t>(v)]));
+          for (int v = 0; v < c.vocab_size; ++v) {
+            const double w = want[i][static_cast<size_t>(v)];
+            worst = std::max(worst, std::abs(got[i * static_cast<size_t>(c.vocab_size) + static_cast<size_t>(v)] - w));
+            scale = std::max(scale, std::abs(w));
+          }
+        if (q8) {  // quantized weights against the float reference: a bound, no token check
+          EXPECT_LT(worst, 0.08 * scale) << where;
+          EXPECT_GT(worst, 5e-3) << where << ": the Q8_0 file gave the float logits: not quantized?";
+          continue;
+        }
         EXPECT_LT(worst, 5e-3) << where;
         std::vector<int32_t> drafted;
         drafter.draft(hist, static_cast<int>(want.size()), drafted);
