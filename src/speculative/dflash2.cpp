@@ -6,6 +6,21 @@
 
 namespace pocket {
 
+namespace {
+
+// sum a[i] * b[i] in 8 interleaved partial sums (vectorizable; the order is
+// fixed, so the result does not depend on the ISA).
+float dot(const float* a, const float* b, int n) {
+  float part[8] = {};
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) part[j] += a[i + j] * b[i + j];
+  for (; i < n; ++i) part[0] += a[i] * b[i];
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
+}  // namespace
+
 void dflash2_conv(const Dflash2Conv& conv, int kernel, int group_size, int side, const float* dyn, const float* x,
                   int n, int hidden, float* y) {
   const int groups = hidden / group_size;
@@ -37,12 +52,18 @@ void dflash2_select(const Dflash2Selector& s, int top_k, int32_t anchor, std::sp
     // One pass keeping the k best (a column joins only when strictly
     // better than the k-th, so equal logits keep the lower column first).
     cols.clear();
+    bool full = false;
+    float kth = 0;  // the k-th best logit once k are held
     for (int col = 0; col < width; ++col) {
+      if (full) {  // skip to the next column that beats the k-th (a tight loop: most do not)
+        while (col < width && !(row[col] > kth)) ++col;
+        if (col == width) break;
+      }
       const float v = row[col];
-      if (cols.size() == k && !(v > row[cols.back()])) continue;
       auto at = std::upper_bound(cols.begin(), cols.end(), v, [&](float x, int c) { return x > row[c]; });
       cols.insert(at, col);
       if (cols.size() > k) cols.pop_back();
+      if (cols.size() == k) full = true, kth = row[cols.back()];
     }
     // cond = predecessor[prev] * proj: the bilinear form's left side.
     kernels::dequant_row(*s.predecessor, prev, cond.data());
@@ -54,9 +75,7 @@ void dflash2_select(const Dflash2Selector& s, int top_k, int32_t anchor, std::sp
       const int col = cols[j];
       const int32_t tok = ids.empty() ? col : ids[static_cast<size_t>(col)];
       kernels::dequant_row(*s.successor, tok, succ.data());
-      float score = 0;
-      for (int r = 0; r < rank; ++r) score += cond[static_cast<size_t>(r)] * succ[static_cast<size_t>(r)];
-      score += row[col];
+      float score = row[col] + dot(cond.data(), succ.data(), rank);
       if (best < 0 || score > best_score) best = static_cast<int>(j), best_score = score;
     }
     prev = ids.empty() ? cols[static_cast<size_t>(best)] : ids[static_cast<size_t>(cols[static_cast<size_t>(best)])];
