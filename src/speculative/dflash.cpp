@@ -211,8 +211,8 @@ DFlashDraft::DFlashDraft(const std::string& path, const ModelConfig& target) {
     selector_.successor = mat(q + "successor_codebook", target.vocab_size, c.selector_rank);
     selector_.hidden_projection = mat(q + "hidden_projection.weight", c.selector_rank, H);
   }
-  // A tensor this reader does not know (DFlash2's conv or candidate
-  // selector, a different layer count) would be silently ignored: refuse.
+  // A tensor this reader does not know (DFlash2's under a DFlash config, a
+  // different layer count) would be silently ignored: refuse.
   for (const auto& [name, t] : ts)
     if (!used.count(name))
       fail(where, ": tensor ", name, " is not part of a DFlash", c.dflash2() ? "2" : "",
