@@ -493,6 +493,14 @@ void write_seeds() {
       convert_dflash_draft(dir, tmp, {f.type, 32});
       put("draft_file", f.name, read_all(tmp));
     }
+    // llama.cpp's GGUF form (general.architecture dflash) of the small
+    // draft, as DFlash and with DFlash2's conv and candidate selector.
+    test::Draft d = fuzz::small_dflash_draft();
+    d.write_gguf(tmp, 64);
+    put("draft_file", "llama-dflash.gguf", read_all(tmp));
+    d.make_dflash2(64, 5, 2, 16, 4, 3);
+    d.write_gguf(tmp, 64);
+    put("draft_file", "llama-dflash2.gguf", read_all(tmp));
   }
 }
 
