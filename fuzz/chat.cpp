@@ -4,12 +4,14 @@
 // chat template (as found in tokenizer_config.json / GGUF
 // tokenizer.chat_template), parts 1..8 = messages, each "role\ncontent".
 // detect_chat_format() runs on the template with the real Qwen3 tokenizer
-// (which has <|im_start|>) and with tok512 (which has not) as load_model
-// does; then every family (Qwen3, ChatML, Llama 3, raw) renders the messages
-// (whole conversation, single turns, generation prompt, end of reply) and
-// encode_pieces() encodes them with the Qwen3 tokenizer as `pocket chat`
-// does (a single turn whose text is inside the whole conversation's is not
-// encoded again). Checked: message text never yields a control token, i.e. the
+// (which has <|im_start|>), with tok512 (which has not) and with the Qwen3
+// vocabulary plus the Llama 3 and Gemma markers (fuzz_util.h's
+// chat_tokenizer: an empty template then means Gemma) as load_model does;
+// then every family (Qwen3, ChatML, Llama 3, Gemma, raw) renders the
+// messages (whole conversation, single turns, generation prompt, end of
+// reply) and encode_pieces() encodes them with chat_tokenizer as `pocket
+// chat` does (a single turn whose text is inside the whole conversation's is
+// not encoded again). Checked: message text never yields a control token, i.e. the
 // encoding holds exactly one control token per special piece that names one.
 // (Text may yield user-defined added tokens such as <think>: Hugging Face's
 // tokenizer matches those in plain text too, and so does Pocket.)
@@ -20,6 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace pocket::fuzz;
   const Tokenizer& qwen = qwen3_tokenizer();
   const Tokenizer& t512 = tok512_tokenizer();
+  const Tokenizer& chat = chat_tokenizer();
   std::vector<std::string_view> parts = split_parts(data, size, 9);
   Bytes head(reinterpret_cast<const uint8_t*>(parts[0].data()), parts[0].size());
   const uint8_t flags = head.take_byte();
@@ -39,9 +42,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bool known = true;
   detect_chat_format(jinja, qwen, &known);
   detect_chat_format(jinja, t512, &known);
+  detect_chat_format(jinja, chat, &known);
   // Every family renders (whatever was detected), so the renderers see every
   // message shape even when the template mutates into an unknown one.
-  for (ChatFormat f : {ChatFormat::Qwen3, ChatFormat::ChatML, ChatFormat::Llama3, ChatFormat::Raw}) {
+  for (ChatFormat f : {ChatFormat::Qwen3, ChatFormat::ChatML, ChatFormat::Llama3, ChatFormat::Gemma, ChatFormat::Raw}) {
     const ChatTemplate tmpl(f);
     std::vector<std::vector<ChatPiece>> renders;
     std::string whole;
@@ -62,10 +66,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& pieces : renders) {
       pieces_text(pieces);
       guarded([&] {
-        const std::vector<int32_t> ids = encode_pieces(qwen, pieces);
-        auto is_control = [&](int32_t id) { return qwen.vocab().types[static_cast<size_t>(id)] == TokenType::Control; };
+        const std::vector<int32_t> ids = encode_pieces(chat, pieces);  // every special piece has an id, or it threw
+        auto is_control = [&](int32_t id) { return chat.vocab().types[static_cast<size_t>(id)] == TokenType::Control; };
         size_t specials = 0, controls = 0;
-        for (const ChatPiece& p : pieces) specials += p.special && is_control(*qwen.token_id(p.text));
+        for (const ChatPiece& p : pieces) specials += p.special && is_control(*chat.token_id(p.text));
         for (int32_t id : ids) controls += is_control(id);
         if (controls != specials)
           finding(cat(chat_format_name(f), ": ", controls, " control tokens for ", specials, " special pieces"));

@@ -7,7 +7,7 @@
 //
 // exercise_drafter() is what `pocket run --dflash D --draft-vocab N` does with
 // a draft that opened: build the DFlashDrafter, which gathers the head rows
-// of the ranking's first N tokens. Checked there: the drafter's columns are
+// of the ranking's first N tokens, and draft one block. Checked there: the drafter's columns are
 // the ranking's first N tokens in order, and each gathered row is the
 // target's head row byte for byte (SubsetHead).
 #pragma once
@@ -58,6 +58,12 @@ inline void exercise_drafter(const std::shared_ptr<const DFlashDraft>& draft, in
   guarded([&] {
     DFlashDrafter d(draft, s.session, n);
     const DraftVocab* r = draft->draft_vocab();
+    // A block drafted after one token (no context): DFlash2's conv and
+    // selector run on whatever weights the file holds.
+    std::vector<int32_t> block;
+    d.draft(std::vector<int32_t>{1}, 3, block);
+    for (int32_t t : block)
+      if (t < 0 || t >= s.config().vocab_size) finding("drafted token " + std::to_string(t) + " outside the vocabulary");
     const int width = d.logits_width();
     if (width < 1 || width > s.config().vocab_size) finding("drafter width " + std::to_string(width) + " outside the vocabulary");
     if (width == s.config().vocab_size) return;  // the whole head, no subset

@@ -1,7 +1,8 @@
 // fuzz_draft_file: the input is a Pocket DFlash draft file (a GGUF written by
 // `pocket convert-draft`: the draft's config.json under pocket.dflash.config,
 // its tensors, and optionally the draft vocabulary ranking as the i32 array
-// pocket.dflash.draft_vocab with pocket.dflash.draft_vocab_size), opened as
+// pocket.dflash.draft_vocab with pocket.dflash.draft_vocab_size) or a
+// llama.cpp DFlash/DFlash2 GGUF (general.architecture dflash), opened as
 // `pocket run --dflash FILE` does: DFlashDraft (open_dflash_draft_file, then
 // the config and every tensor's shape against the tiny target of
 // dflash_setup.h), then the drafter with the default draft vocabulary and

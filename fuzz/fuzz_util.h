@@ -209,6 +209,24 @@ inline const Tokenizer& qwen3_tokenizer() {
   return *tok;
 }
 
+// The Qwen3 vocabulary plus the other chat families' markers as control
+// tokens (Llama 3 headers, Gemma turns), so that every family's rendering
+// can be encoded and checked with one tokenizer.
+inline const Tokenizer& chat_tokenizer() {
+  static const std::shared_ptr<const Tokenizer> tok = [] {
+    const std::string d = shared_dir() + "/tokenizers/qwen3/";
+    Vocab v = vocab_from_hf_json(d + "tokenizer.json", d + "tokenizer_config.json", nullptr);
+    for (const char* piece : {"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
+                              "<start_of_turn>", "<end_of_turn>"}) {
+      v.tokens.emplace_back(piece);
+      v.types.push_back(TokenType::Control);
+      if (!v.scores.empty()) v.scores.push_back(0.0f);
+    }
+    return Tokenizer::create(std::move(v));
+  }();
+  return *tok;
+}
+
 inline const Tokenizer& tok512_tokenizer() {
   static const std::shared_ptr<const Tokenizer> tok =
       Tokenizer::create(vocab_from_llama2c(shared_dir() + "/models/tok512.bin", 512));

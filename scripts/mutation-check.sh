@@ -86,6 +86,11 @@ if [ "$arch" = x86 ]; then
   mutation avx2-pq8-rows8-15-sign src/kernels/x86_vec.h \
     'return {_mm256_add_epi32(acc.a, dot8_s8s8(w.a, x.a)), _mm256_add_epi32(acc.b, dot8_s8s8(w.b, x.b))};' \
     'return {_mm256_add_epi32(acc.a, dot8_s8s8(w.a, x.a)), _mm256_sub_epi32(acc.b, dot8_s8s8(w.b, x.b))};'
+  # AVX-VNNI's signed dot: rows 8..15 of the PQ8 tile without the +128 flip
+  # (caught only where the CPU has AVX-VNNI, as the avx512 ones need AVX-512).
+  mutation avxvnni-pq8-rows8-15-unflipped src/kernels/x86_vec.h \
+    'return dot_u8s8(acc, {flip(w.a), flip(w.b)}, x);' \
+    'return dot_u8s8(acc, {flip(w.a), w.b}, x);'
   # Off-by-one indices in the PQ tile: AVX2 PQ4 high-nibble activations one
   # column early; AVX-512 PQ8 chunk c dotted with chunk c+1's activations.
   mutation avx2-pq4-column-off-by-one src/kernels/tiled_kernels.h \

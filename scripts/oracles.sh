@@ -7,7 +7,7 @@
 # apply_chat_template for the ChatLive test; a Qwen3 vocabulary pruned by
 # `pocket prune-vocab`, loaded by tokenizers and transformers; then GGUF files written by `gguf` (the library
 # llama.cpp's converters use) for the GgufLive test, and a plain GGUF written by Pocket read back by
-# gguf; and the structured-output schema corpus validated by jsonschema. Without PyPI the stage says so and stops with success:
+# gguf; DFlash/DFlash2 drafts against tools/dflash_reference.py (numpy); and the structured-output schema corpus validated by jsonschema. Without PyPI the stage says so and stops with success:
 # the committed golden files (release stage) still check parity.
 #   scripts/oracles.sh BUILD_DIR     (BUILD_DIR holds pocket_tests_tokenizer and pocket)
 set -euo pipefail
@@ -71,6 +71,15 @@ mkdir -p "$plain"
 "$build/pocket" create --preset tiny-qwen3 --weights f16 -o "$plain/src.pocket" >/dev/null
 "$build/pocket" quantize "$plain/src.pocket" "$plain/plain.gguf" --format gguf --weights f16 --embed f16 >/dev/null
 "$venv/bin/python" "$root/tools/oracles/plain_gguf_check.py" "$plain/src.pocket" "$plain/plain.gguf"
+# DFlash and DFlash2 drafts (issue 11): tools/dflash_reference.py's float64
+# numpy forward (target and draft) of random drafts for a random f16 target,
+# the drafts written as z-lab folders and by gguf in llama.cpp's form, against
+# Pocket's draft logits and drafted tokens (DFlashLive).
+dflash="$root/build/oracle-dflash"
+mkdir -p "$dflash"
+"$build/pocket" create --preset tiny-qwen3 --weights f16 -o "$dflash/target.pocket" >/dev/null
+"$venv/bin/python" "$root/tools/dflash_reference.py" "$dflash/target.pocket" "$dflash"
+POCKET_ORACLE_DFLASH="$dflash" "$build/pocket_tests_speculative" --gtest_filter='DFlashLive.*' --gtest_brief=1
 # Structured output (issue 12): every schema of the corpus generated with two
 # seeds on stories260K and one on a random-weight model with the Qwen3
 # vocabulary (arbitrary tokens: a hard test), each output parsed and

@@ -1,4 +1,4 @@
-// pocket convert-draft: a DFlash draft folder (z-lab format) into a
+// pocket convert-draft: a DFlash or DFlash2 draft (z-lab folder or llama.cpp GGUF) into a
 // quantized Pocket draft file for `pocket run --dflash FILE`
 // (src/speculative/dflash_file.h).
 #include <cstdio>
@@ -25,9 +25,10 @@ void add_convert_draft(CLI::App& app, int& rc) {
   auto a = std::make_shared<ConvertDraftArgs>();
   CLI::App* sub = app.add_subcommand(
       "convert-draft",
-      "Convert a DFlash draft folder (config.json + model.safetensors) into a quantized Pocket draft file for "
+      "Convert a DFlash or DFlash2 draft (a folder with config.json + model.safetensors, or llama.cpp's GGUF form) "
+      "into a quantized Pocket draft file for "
       "pocket run --dflash FILE (a draft model for --draft-model is converted with pocket quantize)");
-  sub->add_option("draft", a->in, "The DFlash draft folder")->required();
+  sub->add_option("draft", a->in, "The DFlash draft folder or GGUF file")->required();
   sub->add_option("output", a->out, "The Pocket draft file to write (e.g. beside the target: model.dflash.pocket)")
       ->required();
   sub->add_option("--weights", a->weights, "Type of the draft's matrices: q8 (default), q4, f16 or f32 (as pocket quantize)");

@@ -24,8 +24,9 @@ void SpeculativeFlags::add_to(CLI::App& app) {
                  "Draft model: a smaller model with the same tokenizer, drafting greedily with its own KV cache; "
                  "implies --draft model");
   app.add_option("--dflash", dflash,
-                 "DFlash draft folder (z-lab format: config.json + model.safetensors) conditioned on this model's "
-                 "hidden states; implies --draft dflash");
+                 "DFlash or DFlash2 draft conditioned on this model's hidden states: a z-lab folder (config.json + "
+                 "model.safetensors), a Pocket draft file (pocket convert-draft) or a llama.cpp GGUF (dflash.* keys); "
+                 "implies --draft dflash");
   app.add_option("--ngram-cache", ngram_cache,
                  "With --draft lookup: an n-gram cache file (pocket ngram-build) drafting when the text so far has no "
                  "match; implies --draft lookup");
@@ -65,7 +66,7 @@ std::unique_ptr<Drafter> SpeculativeFlags::make_drafter(Session& session, std::s
     drafter = std::make_unique<ModelDrafter>(d.model, d.tokenizer, session.tokenizer(), session.context_size(),
                                              session.pool().size());
   } else if (kind == "dflash") {
-    if (dflash.empty()) fail_as(ErrorCode::InvalidArgument, "--draft dflash needs --dflash DIR (the draft's folder)");
+    if (dflash.empty()) fail_as(ErrorCode::InvalidArgument, "--draft dflash needs --dflash DIR (the draft's folder, or a draft file)");
     auto d = std::make_shared<const DFlashDraft>(dflash, session.model().config());
     drafter = std::make_unique<DFlashDrafter>(std::move(d), session, draft_vocab < 0 ? kDraftVocabDefault : draft_vocab);
   } else if (kind == "lookup") {

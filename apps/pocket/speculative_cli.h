@@ -14,7 +14,7 @@ namespace pocket::cli {
 
 struct SpeculativeFlags {
   std::string draft;       // "" = plain decoding; lookup | oracle | dflash
-  std::string dflash;      // a DFlash draft folder (config.json + model.safetensors); implies --draft dflash
+  std::string dflash;      // a DFlash/DFlash2 draft: folder, Pocket draft file or llama.cpp GGUF; implies --draft dflash
   std::string draft_model; // a smaller model with the same tokenizer; implies --draft model
   std::string ngram_cache; // an n-gram cache file (pocket ngram-build) for the lookup drafter
   int draft_max = 16;

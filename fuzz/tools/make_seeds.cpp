@@ -166,6 +166,15 @@ const std::string kLlama3Template =
     "+ message['content'] | trim + '<|eot_id|>' }}{% endfor %}{% if add_generation_prompt %}"
     "{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}";
 
+// Gemma's shape: the system message folded into the first user turn,
+// "model" for the assistant's turns.
+const std::string kGemmaTemplate =
+    "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{% set first = messages[0]['content'] + '\\n\\n' %}"
+    "{% set rest = messages[1:] %}{% else %}{% set first = '' %}{% set rest = messages %}{% endif %}"
+    "{% for m in rest %}{{ '<start_of_turn>' + ('model' if m['role'] == 'assistant' else m['role']) + '\\n' "
+    "+ (first if loop.first else '') + m['content'] | trim + '<end_of_turn>\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}";
+
 // A GGUF (or Pocket, when `pocket_group` > 0) model file.
 std::string gguf_model(const ModelConfig& c, const Vocab& v, const std::string& tmpl, DType matrix_type,
                        int pocket_group, uint32_t seed) {
@@ -354,6 +363,7 @@ void write_seeds() {
   put("chat", "qwen3-no-think", chat_seed('\x01', qwen3_template));
   put("chat", "chatml", chat_seed('\x01', chatml));
   put("chat", "llama3", chat_seed('\x01', kLlama3Template));
+  put("chat", "gemma", chat_seed('\x01', kGemmaTemplate));
   put("chat", "raw", chat_seed('\x00', ""));
   put("chat", "unknown", chat_seed('\x02', "{% for m in messages %}{{ m.content }}{% endfor %}"));
 
@@ -483,6 +493,14 @@ void write_seeds() {
       convert_dflash_draft(dir, tmp, {f.type, 32});
       put("draft_file", f.name, read_all(tmp));
     }
+    // llama.cpp's GGUF form (general.architecture dflash) of the small
+    // draft, as DFlash and with DFlash2's conv and candidate selector.
+    test::Draft d = fuzz::small_dflash_draft();
+    d.write_gguf(tmp, 64);
+    put("draft_file", "llama-dflash.gguf", read_all(tmp));
+    d.make_dflash2(64, 5, 2, 16, 4, 3);
+    d.write_gguf(tmp, 64);
+    put("draft_file", "llama-dflash2.gguf", read_all(tmp));
   }
 }
 

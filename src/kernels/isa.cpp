@@ -19,7 +19,7 @@ struct NameOf {
   const char* name;
 };
 constexpr NameOf kNames[] = {
-    {Isa::Scalar, "scalar"}, {Isa::Avx2, "avx2"},       {Isa::Avx512, "avx512"},
+    {Isa::Scalar, "scalar"}, {Isa::Avx2, "avx2"},       {Isa::AvxVnni, "avxvnni"}, {Isa::Avx512, "avx512"},
     {Isa::Neon, "neon"},     {Isa::Dotprod, "dotprod"}, {Isa::I8mm, "i8mm"},
 };
 
@@ -43,10 +43,14 @@ std::vector<Isa> detect() {
   bool zmm_state = (xcr0 & 0xe6) == 0xe6;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return out;
   bool avx2 = b & bit_AVX2;
-  if (ymm_state && avx2 && fma && f16c) out.push_back(Isa::Avx2);
+  if (!(ymm_state && avx2 && fma && f16c)) return out;
+  out.push_back(Isa::Avx2);
   bool avx512 = (b & bit_AVX512F) && (b & bit_AVX512BW) && (b & bit_AVX512VL) && (b & bit_AVX512DQ) &&
                 (c & bit_AVX512VNNI);
-  if (zmm_state && avx512 && out.back() == Isa::Avx2) out.push_back(Isa::Avx512);
+  // AVX-VNNI: CPUID.(EAX=7, ECX=1):EAX bit 4; ymm state only.
+  unsigned a1 = 0, b1, c1, d1;
+  if (__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) && (a1 & (1u << 4))) out.push_back(Isa::AvxVnni);
+  if (zmm_state && avx512) out.push_back(Isa::Avx512);
   return out;
 }
 #elif defined(__aarch64__)

@@ -24,9 +24,11 @@ KernelTable build_table(Isa isa) {
     case Isa::Scalar:
       break;
     case Isa::Avx512:
+    case Isa::AvxVnni:
     case Isa::Avx2:
 #if defined(__x86_64__)
       install_avx2(t);
+      if (isa == Isa::AvxVnni) install_avxvnni(t);  // not below Avx512: a CPU may have AVX-512 without it
       if (isa == Isa::Avx512) install_avx512(t);
 #endif
       break;

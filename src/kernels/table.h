@@ -70,6 +70,7 @@ void matmul_multi_with(const KernelTable& t, std::span<const MatmulTarget> targe
 // Overrides installed by each level (defined in the *_<isa>.cpp files).
 void install_scalar(KernelTable& t);
 void install_avx2(KernelTable& t);
+void install_avxvnni(KernelTable& t);
 void install_avx512(KernelTable& t);
 void install_neon(KernelTable& t);
 void install_dotprod(KernelTable& t);

@@ -2,7 +2,7 @@
 // zmm register, Avx2 to a pair of ymm registers. The kernel templates in
 // x86_kernels.h are written once against these traits.
 //
-// Included only by *_avx2.cpp / *_avx512.cpp. Everything is in an unnamed
+// Included only by *_avx2.cpp / *_avxvnni.cpp / *_avx512.cpp. Everything is in an unnamed
 // namespace so each translation unit keeps its own copy, compiled with its
 // own ISA flags (no ODR merging of differently-compiled inline functions).
 #pragma once
@@ -126,6 +126,26 @@ struct Avx2 {
     return _mm_cvtss_f32(h);
   }
 };
+
+#if defined(__AVXVNNI__)
+// AVX2 plus AVX-VNNI: the Avx2 layout (a ymm pair per 16 lanes) with the
+// VEX-encoded vpdpbusd / vpdpwssd, so a u8 x s8 dot is one instruction
+// instead of maddubs + madd + add, and signed 8-bit weights take the
+// Avx512 level's +128 bias instead of the sign trick. Unsigned codes (4-bit,
+// K-quant) give the same integer sums as Avx2 (maddubs never saturates on
+// them), so those results are Avx2's bit for bit.
+struct AvxVnni : Avx2 {
+  static constexpr int kS8Bias = 128;
+  static __m256i flip(__m256i w) { return _mm256_xor_si256(w, _mm256_set1_epi8(-128)); }
+  static __m256i dot8_u8s8(__m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s); }
+  static __m256i dot8_s8s8(__m256i w, __m256i x) { return dot8_u8s8(flip(w), x); }
+  static __m256i madd_acc(__m256i acc, __m256i p, __m256i s) { return _mm256_dpwssd_avx_epi32(acc, p, s); }
+  static I dot_u8s8(I acc, I u, I s) {
+    return {_mm256_dpbusd_avx_epi32(acc.a, u.a, s.a), _mm256_dpbusd_avx_epi32(acc.b, u.b, s.b)};
+  }
+  static I dot_s8s8(I acc, I w, I x) { return dot_u8s8(acc, {flip(w.a), flip(w.b)}, x); }
+};
+#endif
 
 // 32-element block traits for the GGUF kernels (gguf_kernels.h), one ymm
 // per block on both levels; V supplies the unsigned and signed 8-bit dots

@@ -35,6 +35,56 @@ std::vector<float> vector_f32(const TensorView& t, int64_t n, const std::string&
   return out;
 }
 
+// A draft setting from dflash_config, else from the top level (the order
+// z-lab's DFlash2 code reads them in); null when neither has it.
+const json* setting(const json& j, const json& d, const char* key) {
+  if (d.contains(key) && !d[key].is_null()) return &d[key];
+  if (j.contains(key) && !j[key].is_null()) return &j[key];
+  return nullptr;
+}
+
+float get_float_setting(const json& j, const json& d, const char* key, float fallback, const std::string& where) {
+  const json* v = setting(j, d, key);
+  if (!v) return fallback;
+  if (!v->is_number() || !(std::abs(v->get<double>()) <= 1e30))
+    fail(where, ": config.json \"", key, "\" is not a number of a sensible size");
+  return static_cast<float>(v->get<double>());
+}
+
+// The logit transforms and DFlash2's conv and selector settings; a DFlash2
+// draft needs all four of conv_kernel_size, conv_group_size, selector_rank
+// and selector_top_k.
+void read_dflash2_settings(const json& j, const json& d, const ModelConfig& target, DFlashConfig& c,
+                           const std::string& where) {
+  c.output_multiplier = get_float_setting(j, d, "output_multiplier", 1.0f, where);
+  if (!(c.output_multiplier > 0)) fail(where, ": output_multiplier ", c.output_multiplier, " must be > 0");
+  c.final_logit_softcapping = get_float_setting(j, d, "final_logit_softcapping", 0.0f, where);
+  if (c.final_logit_softcapping < 0) fail(where, ": final_logit_softcapping ", c.final_logit_softcapping, " must be >= 0");
+  if (get_float_setting(j, d, "input_embedding_scale", 1.0f, where) != 1.0f)
+    fail(where, ": config.json sets input_embedding_scale, which Pocket's DFlash drafts do not support");
+  const char* keys[] = {"conv_kernel_size", "conv_group_size", "selector_rank", "selector_top_k"};
+  int* fields[] = {&c.conv_kernel, &c.conv_group, &c.selector_rank, &c.selector_top_k};
+  int present = 0;
+  for (const char* k : keys) present += setting(j, d, k) != nullptr;
+  const bool named_dflash2 = j.contains("architectures") && j["architectures"].is_array() &&
+                             std::any_of(j["architectures"].begin(), j["architectures"].end(),
+                                         [](const json& a) { return a.is_string() && a.get<std::string>() == "DFlash2DraftModel"; });
+  if (present == 0 && !named_dflash2) return;
+  for (int i = 0; i < 4; ++i) {
+    const json* v = setting(j, d, keys[i]);
+    if (!v) fail(where, ": a DFlash2 draft needs \"", keys[i], "\" (conv_kernel_size, conv_group_size, selector_rank, selector_top_k)");
+    if (!v->is_number_integer() || v->get<int64_t>() < 1 || v->get<int64_t>() > (1 << 16))
+      fail(where, ": DFlash2 setting \"", keys[i], "\" = ", v->dump(), " must be an integer from 1 to 65536");
+    *fields[i] = v->get<int>();
+  }
+  if (c.conv_kernel > 64) fail(where, ": DFlash2 conv_kernel_size ", c.conv_kernel, " is too large (at most 64)");
+  if (c.hidden % c.conv_group != 0)
+    fail(where, ": DFlash2 conv_group_size ", c.conv_group, " does not divide the hidden size ", c.hidden);
+  if (c.selector_top_k > target.vocab_size)
+    fail(where, ": DFlash2 selector_top_k ", c.selector_top_k, " exceeds the vocabulary (", target.vocab_size, " tokens)");
+  if (c.selector_rank > 4096) fail(where, ": DFlash2 selector_rank ", c.selector_rank, " is too large (at most 4096)");
+}
+
 // The draft's matrices are small: below about 2M multiply-adds a matmul runs
 // on the calling thread, where waking the pool would cost more than it
 // saves (results are the same for any thread count).
@@ -91,6 +141,7 @@ DFlashDraft::DFlashDraft(const std::string& path, const ModelConfig& target) {
   if (!j.contains("dflash_config") || !j["dflash_config"].is_object()) fail(where, ": config.json has no \"dflash_config\"");
   const json& d = j["dflash_config"];
   c.mask_token_id = get_int(d, "mask_token_id", where);
+  read_dflash2_settings(j, d, target, c, where);
   if (!d.contains("target_layer_ids") || !d["target_layer_ids"].is_array() || d["target_layer_ids"].empty())
     fail(where, ": dflash_config needs a non-empty \"target_layer_ids\" array");
   for (const auto& v : d["target_layer_ids"]) {
@@ -140,13 +191,33 @@ DFlashDraft::DFlashDraft(const std::string& path, const ModelConfig& target) {
     L.post_norm = vec(p + "post_attention_layernorm.weight", H);
     L.q_norm = vec(p + "self_attn.q_norm.weight", c.head_dim);
     L.k_norm = vec(p + "self_attn.k_norm.weight", c.head_dim);
+    if (c.dflash2()) {
+      const int64_t dyn = int64_t{2} * c.conv_kernel * (H / c.conv_group);
+      for (auto [conv, name] : {std::pair{&L.attn_conv, "attention_conv"}, std::pair{&L.mlp_conv, "mlp_conv"}}) {
+        const std::string q = p + name + ".";
+        conv->kernel_projection = mat(q + "kernel_projection.weight", dyn, H);
+        auto it = ts.find(q + "base_kernel");
+        if (it != ts.end() && (it->second.shape.size() != 3 || it->second.shape[0] != 2 ||
+                               it->second.shape[1] != c.conv_kernel || it->second.shape[2] != H))
+          fail(where, ": tensor ", q, "base_kernel has the wrong shape (expected 2 x ", c.conv_kernel, " x ", H, ")");
+        conv->base = vec(q + "base_kernel", 2 * c.conv_kernel * H);
+      }
+    }
     layers_.push_back(std::move(L));
   }
-  // A tensor this reader does not know (DFlash2's conv or candidate
-  // selector, a different layer count) would be silently ignored: refuse.
+  if (c.dflash2()) {
+    const std::string q = "candidate_selector.";
+    selector_.predecessor = mat(q + "predecessor_codebook", target.vocab_size, c.selector_rank);
+    selector_.successor = mat(q + "successor_codebook", target.vocab_size, c.selector_rank);
+    selector_.hidden_projection = mat(q + "hidden_projection.weight", c.selector_rank, H);
+  }
+  // A tensor this reader does not know (DFlash2's under a DFlash config, a
+  // different layer count) would be silently ignored: refuse.
   for (const auto& [name, t] : ts)
     if (!used.count(name))
-      fail(where, ": tensor ", name, " is not part of a DFlash draft Pocket runs (DFlash2 drafts are not supported yet)");
+      fail(where, ": tensor ", name, " is not part of a DFlash", c.dflash2() ? "2" : "",
+           " draft of this config (a DFlash2 tensor needs conv_kernel_size, conv_group_size, selector_rank and "
+           "selector_top_k in dflash_config)");
 }
 
 DFlashDrafter::DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, Session& session, int draft_vocab)
@@ -170,6 +241,9 @@ DFlashDrafter::DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, Session& 
               ranking->ranked.size(), " (0 uses the whole vocabulary)");
     subset_ = std::make_unique<const SubsetHead>(
         *output_, std::vector<int32_t>(ranking->ranked.begin(), ranking->ranked.begin() + draft_vocab));
+    if (c.dflash2() && draft_vocab < c.selector_top_k)
+      fail_as(ErrorCode::InvalidArgument, "a draft vocabulary of ", draft_vocab,
+              " tokens is smaller than the DFlash2 selector's top-k (", c.selector_top_k, ")");
   }
   session.enable_hidden_taps(c.target_layer_ids);
   // The format's hidden state after the target's last layer is the one after
@@ -264,9 +338,22 @@ const std::vector<float>& DFlashDrafter::block_logits(std::span<const int32_t> h
   up_.resize(gate_.size());
   for (int i = 0; i < B; ++i) kernels::dequant_row(*embedding_, i == 0 ? history[static_cast<size_t>(a)] : c.mask_token_id, &h_[static_cast<size_t>(i) * H]);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  if (c.dflash2()) {
+    dyn_.resize(static_cast<size_t>(B) * 2 * c.conv_kernel * (H / c.conv_group));
+    conv_.resize(x_.size());
+  }
+  // DFlash2: the convolution of x_ on `side` with the sublayer's dynamic
+  // coefficients (made from its normed input when side is 0), in place.
+  auto convolve = [&](const Dflash2Conv& conv, int side) {
+    if (!c.dflash2()) return;
+    if (side == 0) draft_matmul(*conv.kernel_projection, x_.data(), B, dyn_.data(), pool);
+    dflash2_conv(conv, c.conv_kernel, c.conv_group, side, dyn_.data(), x_.data(), B, H, conv_.data());
+    x_.swap(conv_);
+  };
   for (int l = 0; l < c.layers; ++l) {
     const auto& L = draft_->layer(l);
     for (int i = 0; i < B; ++i) kernels::rmsnorm(&x_[static_cast<size_t>(i) * H], &h_[static_cast<size_t>(i) * H], L.in_norm.data(), H, c.eps);
+    convolve(L.attn_conv, 0);
     draft_matmul(*L.q, x_.data(), B, q_.data(), pool);
     draft_matmul(*L.k, x_.data(), B, k_.data(), pool);
     draft_matmul(*L.v, x_.data(), B, v_.data(), pool);
@@ -304,12 +391,15 @@ const std::vector<float>& DFlashDrafter::block_logits(std::span<const int32_t> h
       flush();
     }
     draft_matmul(*L.o, attn_.data(), B, x_.data(), pool);
+    convolve(L.attn_conv, 1);
     for (size_t j = 0; j < h_.size(); ++j) h_[j] += x_[j];
     for (int i = 0; i < B; ++i) kernels::rmsnorm(&x_[static_cast<size_t>(i) * H], &h_[static_cast<size_t>(i) * H], L.post_norm.data(), H, c.eps);
+    convolve(L.mlp_conv, 0);
     draft_matmul(*L.gate, x_.data(), B, gate_.data(), pool);
     draft_matmul(*L.up, x_.data(), B, up_.data(), pool);
     for (int i = 0; i < B; ++i) kernels::swiglu(&gate_[static_cast<size_t>(i) * c.ffn], &up_[static_cast<size_t>(i) * c.ffn], c.ffn);
     draft_matmul(*L.down, gate_.data(), B, x_.data(), pool);
+    convolve(L.mlp_conv, 1);
     for (size_t j = 0; j < h_.size(); ++j) h_[j] += x_[j];
   }
   // Rows 1..rows through the final norm and the target's head.
@@ -318,6 +408,10 @@ const std::vector<float>& DFlashDrafter::block_logits(std::span<const int32_t> h
   const TensorView& head = subset_ ? subset_->view() : *output_;
   logits_.resize(static_cast<size_t>(rows) * logits_width());
   if (rows > 0) draft_matmul(head, x_.data(), rows, logits_.data(), pool);
+  if (c.output_multiplier != 1.0f || c.final_logit_softcapping > 0) {
+    const float m = c.output_multiplier, cap = c.final_logit_softcapping;
+    for (float& z : logits_) z = cap > 0 ? cap * std::tanh(z * m / cap) : z * m;
+  }
   return logits_;
 }
 
@@ -335,6 +429,17 @@ void DFlashDrafter::draft(std::span<const int32_t> history, int max, std::vector
   const int n = std::min(max, draft_->config().block_size - 1);
   const auto& logits = block_logits(history, n);  // only the rows that are drafted go through the head
   const size_t W = static_cast<size_t>(logits_width());
+  const DFlashConfig& c = draft_->config();
+  if (c.dflash2()) {
+    // block_logits left the rows' final-normed hidden states in x_.
+    const Dflash2Selector& sel = draft_->selector();
+    proj_.resize(static_cast<size_t>(n) * c.selector_rank);
+    draft_matmul(*sel.hidden_projection, x_.data(), n, proj_.data(), session_.pool());
+    dflash2_select(sel, c.selector_top_k, history.back(), logits, n, static_cast<int>(W),
+                   subset_ ? std::span<const int32_t>(subset_->ids()) : std::span<const int32_t>(), proj_,
+                   c.selector_rank, out);
+    return;
+  }
   for (int i = 0; i < n; ++i) out.push_back(token_of(argmax(std::span<const float>(logits).subspan(static_cast<size_t>(i) * W, W))));
 }
 

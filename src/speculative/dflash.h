@@ -8,8 +8,12 @@
 // by fc and normed by hidden_norm), which the target taps during its
 // forward passes at no extra cost (Session::enable_hidden_taps). Logits come
 // from the target's output head, or from its rows for the draft's reduced
-// vocabulary (speculative/draft_vocab.h) when it has one. Not covered: DFlash2's causal conv and
-// candidate selector, GGUF dflash.* files.
+// vocabulary (speculative/draft_vocab.h) when it has one.
+// DFlash2 drafts (speculative/dflash2.h) add per layer a grouped dynamic
+// causal convolution around attention and around the MLP, and a low-rank
+// candidate selector that rescores each position's top-k logits by the
+// token chosen before it. GGUF files with llama.cpp's dflash.* keys are read
+// too (speculative/dflash_gguf.h).
 #pragma once
 #include <map>
 #include <memory>
@@ -19,6 +23,7 @@
 
 #include "formats/safetensors.h"
 #include "generate/session.h"
+#include "speculative/dflash2.h"
 #include "speculative/draft_vocab.h"
 #include "speculative/drafter.h"
 
@@ -29,6 +34,12 @@ struct DFlashConfig {
   float eps = 1e-6f, rope_theta = 10000.0f;
   int block_size = 0, mask_token_id = -1, target_layers = 0;
   std::vector<int> target_layer_ids;
+  // Applied to the draft's logits (1 and 0: none).
+  float output_multiplier = 1.0f, final_logit_softcapping = 0.0f;
+  // DFlash2 (all 0 for a DFlash draft): conv taps and channels per dynamic
+  // group; the selector's rank and candidates per position.
+  int conv_kernel = 0, conv_group = 0, selector_rank = 0, selector_top_k = 0;
+  bool dflash2() const { return conv_kernel > 0; }
 };
 
 class DFlashDraft {
@@ -47,11 +58,13 @@ class DFlashDraft {
   struct Layer {
     const TensorView *q, *k, *v, *o, *gate, *up, *down;
     std::vector<float> in_norm, post_norm, q_norm, k_norm;
+    Dflash2Conv attn_conv, mlp_conv;  // DFlash2 only (kernel_projection null otherwise)
   };
   const TensorView& fc() const { return *fc_; }
   const std::vector<float>& hidden_norm() const { return hidden_norm_; }
   const std::vector<float>& norm() const { return norm_; }
   const Layer& layer(int i) const { return layers_[static_cast<size_t>(i)]; }
+  const Dflash2Selector& selector() const { return selector_; }
 
  private:
   DFlashConfig cfg_;
@@ -62,6 +75,7 @@ class DFlashDraft {
   const TensorView* fc_;
   std::vector<float> hidden_norm_, norm_;
   std::vector<Layer> layers_;
+  Dflash2Selector selector_;
 };
 
 // The drafter: keeps the draft's context keys/values for the positions the
@@ -75,13 +89,16 @@ inline constexpr int kDraftVocabDefault = -1;
 class DFlashDrafter : public Drafter {
  public:
   DFlashDrafter(std::shared_ptr<const DFlashDraft> draft, Session& session, int draft_vocab = kDraftVocabDefault);
-  const char* name() const override { return "dflash"; }
+  const char* name() const override { return draft_->config().dflash2() ? "dflash2" : "dflash"; }
+  // Each drafted row's argmax (DFlash), or the candidate selector's picks
+  // (DFlash2: speculative/dflash2.h).
   void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) override;
   // The draft's context keys/values for the whole prefilled prompt.
   void prepare(std::span<const int32_t> history) override;
   // The draft's logits for block positions 1..rows (all B-1 when rows < 0)
   // after `history` (whose last token is the anchor, not yet run by the
-  // target): rows x logits_width(); column j is token token_of(j).
+  // target): rows x logits_width(); column j is token token_of(j); after
+  // output_multiplier and final_logit_softcapping when the draft sets them.
   const std::vector<float>& block_logits(std::span<const int32_t> history, int rows = -1);
   int logits_width() const;
   int32_t token_of(int column) const { return subset_ ? subset_->ids()[static_cast<size_t>(column)] : column; }
@@ -103,6 +120,7 @@ class DFlashDrafter : public Drafter {
   std::vector<std::vector<uint16_t>> ctx_k_, ctx_v_;  // index layer * kv_heads + head
   std::vector<float> final_norm_;  // the target's, for a tap after its last layer
   std::vector<float> inv_freq_, h_, x_, q_, k_, v_, attn_, gate_, up_, logits_, scores_;
+  std::vector<float> dyn_, conv_, proj_;  // DFlash2: conv coefficients, conv output, selector projection
 };
 
 }  // namespace pocket

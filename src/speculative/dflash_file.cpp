@@ -1,6 +1,10 @@
 #include "speculative/dflash_file.h"
+#include "speculative/dflash_gguf.h"
 
 #include <cstring>
+#include <filesystem>
+#include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -34,7 +38,24 @@ DFlashConvertReport convert_dflash_draft(const std::string& dir, const std::stri
   if (opt.weights != DType::PQ8 && opt.weights != DType::PQ4 && opt.weights != DType::F16 && opt.weights != DType::F32)
     fail_as(ErrorCode::InvalidArgument, "a DFlash draft's matrices can be PQ8, PQ4, F16 or F32, not ",
             dtype_name(opt.weights));
-  const std::string config = read_text_file(dir + "/config.json");
+  // The source: a folder, or a draft file (llama.cpp's GGUF form, or a
+  // Pocket draft file to quantize again).
+  std::string config;
+  std::map<std::string, TensorView> tensors;
+  std::optional<SafetensorsFile> st;
+  std::optional<DFlashDraftFile> file;
+  std::optional<DraftVocab> ranking;
+  if (std::filesystem::is_regular_file(dir)) {
+    file.emplace(open_dflash_draft_file(dir));
+    config = file->config_json;
+    tensors = file->tensors;
+    ranking = file->draft_vocab;
+  } else {
+    config = read_text_file(dir + "/config.json");
+    st.emplace(SafetensorsFile::open(dir + "/model.safetensors"));
+    tensors = st->tensors();
+    if (file_exists(dir + "/" + kDraftVocabFileName)) ranking = read_draft_vocab(dir + "/" + kDraftVocabFileName);
+  }
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(config);
@@ -42,7 +63,6 @@ DFlashConvertReport convert_dflash_draft(const std::string& dir, const std::stri
     fail(dir, ": config.json is not valid JSON (", e.what(), ")");
   }
   if (!j.is_object() || !j.contains("dflash_config")) fail(dir, ": config.json has no \"dflash_config\": not a DFlash draft");
-  const SafetensorsFile st = SafetensorsFile::open(dir + "/model.safetensors");
   GgufWriter w;
   w.set_string("general.architecture", "dflash-draft");
   w.set_u32("pocket.version", kPocketFileVersion);
@@ -50,9 +70,8 @@ DFlashConvertReport convert_dflash_draft(const std::string& dir, const std::stri
   if (pq) w.set_u32("pocket.quant.group_size", static_cast<uint32_t>(opt.group));
   w.set_string(kDFlashConfigKey, config);
   DFlashConvertReport rep;
-  const std::string ranking = dir + "/" + kDraftVocabFileName;
-  if (file_exists(ranking)) {
-    const DraftVocab v = read_draft_vocab(ranking);
+  if (ranking) {
+    const DraftVocab& v = *ranking;
     std::vector<GgufMeta> ids;
     ids.reserve(v.ranked.size());
     for (int32_t id : v.ranked) ids.push_back(GgufMeta::i32(id));
@@ -61,10 +80,13 @@ DFlashConvertReport convert_dflash_draft(const std::string& dir, const std::stri
     rep.draft_vocab = static_cast<int>(v.ranked.size());
   }
   std::vector<std::vector<uint8_t>> keep;  // bytes the writer streams from
-  for (const auto& [name, t] : st.tensors()) {
-    const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1, cols = t.shape.empty() ? 0 : t.shape.back();
-    if (t.shape.empty() || t.shape.size() > 2 || cols <= 0)
-      fail(dir, ": tensor ", name, " has ", t.shape.size(), " dimensions; a DFlash draft has vectors and matrices");
+  for (const auto& [name, t] : tensors) {
+    // DFlash2's conv base kernels are 3-D (sides x taps x hidden): f32 rows.
+    const int64_t cols = t.shape.empty() ? 0 : t.shape.back();
+    if (t.shape.empty() || t.shape.size() > 3 || cols <= 0)
+      fail(dir, ": tensor ", name, " has ", t.shape.size(),
+           " dimensions; a DFlash draft has vectors, matrices and (DFlash2) 3-D conv kernels");
+    const int64_t rows = t.numel() / cols;
     std::vector<float> f(static_cast<size_t>(rows * cols));
     TensorView m = t;
     m.shape = {rows, cols};
@@ -94,6 +116,10 @@ DFlashDraftFile open_dflash_draft_file(const std::string& path) {
   f.mapping = MappedFile::open(path);
   const GgufFile g = GgufFile::parse(f.mapping);
   const auto config = g.get_string(kDFlashConfigKey);
+  if (!config && g.get_string("general.architecture") == "dflash") {
+    read_llama_dflash_gguf(g, f);  // llama.cpp's dflash.* form
+    return f;
+  }
   if (!config)
     fail(path, ": not a Pocket DFlash draft file (no ", kDFlashConfigKey,
          "; make one with pocket convert-draft, or give the draft's folder)");

@@ -34,14 +34,16 @@ struct DFlashConvertReport {
   uint64_t bytes_in = 0, bytes_out = 0;  // tensor data read and written
 };
 
-// Reads DIR/config.json and DIR/model.safetensors and writes the Pocket
-// draft file `out` (via a temporary name). Throws pocket::Error naming the
+// Reads DIR/config.json and DIR/model.safetensors (or a draft file: a
+// llama.cpp DFlash GGUF, or a Pocket draft file to quantize again) and
+// writes the Pocket draft file `out` (via a temporary name). Throws pocket::Error naming the
 // problem (a missing file, invalid JSON, a non-finite weight...).
 DFlashConvertReport convert_dflash_draft(const std::string& dir, const std::string& out,
                                          const DFlashConvertOptions& opt);
 
 // A Pocket draft file opened: config.json text and tensor views into the
-// mapping (kept alive here).
+// mapping (kept alive here). A GGUF in llama.cpp's dflash.* form
+// (speculative/dflash_gguf.h) opens too, as the folder it was made from.
 struct DFlashDraftFile {
   std::string config_json;
   std::map<std::string, TensorView> tensors;

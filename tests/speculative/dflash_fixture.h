@@ -1,8 +1,10 @@
 // Shared by the DFlash tests: a tiny random-weight Qwen3 target (f32) and
-// random DFlash drafts for it written in z-lab's folder layout.
+// random DFlash and DFlash2 drafts for it written in z-lab's folder layout
+// or as llama.cpp's GGUF form.
 #pragma once
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -11,6 +13,7 @@
 
 #include "common/test_util.h"
 #include "convert/create_model.h"
+#include "formats/gguf_writer.h"
 #include "formats/safetensors.h"
 #include "runtime/loader.h"
 
@@ -36,6 +39,10 @@ inline const LoadedModel& dflash_target() {
 struct Draft {
   int layers = 2, heads = 4, kv_heads = 2, hd = 16, ffn = 96, block = 5, mask = 299;
   std::vector<int> taps = {0, 1};
+  // DFlash2 when conv_kernel > 0: conv taps and channels per group, the
+  // selector's rank and top-k over the target's `vocab` tokens.
+  int conv_kernel = 0, conv_group = 0, sel_rank = 0, sel_top_k = 0, vocab = 300;
+  float output_multiplier = 1.0f, softcap = 0.0f;  // written to the config when not 1 / 0
   std::map<std::string, std::pair<std::vector<int64_t>, std::vector<float>>> w;
 
   explicit Draft(int H, uint64_t seed = 7) { randomize(H, seed); }
@@ -71,19 +78,44 @@ struct Draft {
       add(p + "post_attention_layernorm.weight", {H}, 0.2f, 1.0f);
       add(p + "self_attn.q_norm.weight", {hd}, 0.2f, 1.0f);
       add(p + "self_attn.k_norm.weight", {hd}, 0.2f, 1.0f);
+      if (conv_kernel > 0)
+        for (const char* conv : {"attention_conv.", "mlp_conv."}) {
+          add(p + conv + "base_kernel", {2, conv_kernel, H}, 0.5f, 0.3f);
+          add(p + conv + "kernel_projection.weight", {int64_t{2} * conv_kernel * (H / conv_group), H}, 0.1f);
+        }
     }
+    if (conv_kernel > 0) {
+      add("candidate_selector.predecessor_codebook", {vocab, sel_rank}, 1.0f);
+      add("candidate_selector.successor_codebook", {vocab, sel_rank}, 1.0f);
+      add("candidate_selector.hidden_projection.weight", {sel_rank, H}, 0.3f);
+    }
+  }
+
+  // Makes this a DFlash2 draft (conv kernel 3 over groups of 8 channels,
+  // selector rank 8, top-8) and draws its weights.
+  void make_dflash2(int H, uint64_t seed, int kernel = 3, int group = 8, int rank = 8, int top_k = 8) {
+    conv_kernel = kernel, conv_group = group, sel_rank = rank, sel_top_k = top_k;
+    randomize(H, seed);
   }
 
   std::string config_json(int H) const {
     std::string ids;
     for (int t : taps) ids += (ids.empty() ? "" : ", ") + std::to_string(t);
-    return "{\"architectures\": [\"DFlashDraftModel\"], \"hidden_size\": " + std::to_string(H) +
+    std::string extra;
+    if (conv_kernel > 0)
+      extra += ", \"conv_kernel_size\": " + std::to_string(conv_kernel) + ", \"conv_group_size\": " +
+               std::to_string(conv_group) + ", \"selector_rank\": " + std::to_string(sel_rank) +
+               ", \"selector_top_k\": " + std::to_string(sel_top_k);
+    if (output_multiplier != 1.0f) extra += ", \"output_multiplier\": " + std::to_string(output_multiplier);
+    if (softcap != 0.0f) extra += ", \"final_logit_softcapping\": " + std::to_string(softcap);
+    return std::string("{\"architectures\": [\"") + (conv_kernel > 0 ? "DFlash2DraftModel" : "DFlashDraftModel") +
+           "\"], \"hidden_size\": " + std::to_string(H) +
            ", \"intermediate_size\": " + std::to_string(ffn) + ", \"num_hidden_layers\": " + std::to_string(layers) +
            ", \"num_attention_heads\": " + std::to_string(heads) + ", \"num_key_value_heads\": " +
            std::to_string(kv_heads) + ", \"head_dim\": " + std::to_string(hd) +
            ", \"rms_norm_eps\": 1e-06, \"rope_theta\": 1000000, \"block_size\": " + std::to_string(block) +
            ", \"dflash_config\": {\"mask_token_id\": " + std::to_string(mask) + ", \"target_layer_ids\": [" + ids +
-           "]}}";
+           "]" + extra + "}}";
   }
 
   // Writes DIR/config.json and DIR/model.safetensors, leaving out `drop`
@@ -111,6 +143,73 @@ struct Draft {
       views.push_back(v);
     }
     write_safetensors(dir + "/model.safetensors", views);
+  }
+
+  // Writes the same draft as llama.cpp's converter would (general.architecture
+  // "dflash", its key and tensor names, target layers counted from 1, the
+  // mask token as a tokenizer key), all tensors f32; `tweak` may change the
+  // writer before the file is written.
+  void write_gguf(const std::string& path, int H, const std::function<void(GgufWriter&)>& tweak = {}) const {
+    GgufWriter g;
+    g.set_string("general.architecture", "dflash");
+    g.set_u32("dflash.embedding_length", static_cast<uint32_t>(H));
+    g.set_u32("dflash.feed_forward_length", static_cast<uint32_t>(ffn));
+    g.set_u32("dflash.block_count", static_cast<uint32_t>(layers));
+    g.set_u32("dflash.attention.head_count", static_cast<uint32_t>(heads));
+    g.set_u32("dflash.attention.head_count_kv", static_cast<uint32_t>(kv_heads));
+    g.set_u32("dflash.attention.key_length", static_cast<uint32_t>(hd));
+    g.set_u32("dflash.attention.value_length", static_cast<uint32_t>(hd));
+    g.set_f32("dflash.attention.layer_norm_rms_epsilon", 1e-6f);
+    g.set_f32("dflash.rope.freq_base", 1e6f);
+    g.set_u32("dflash.block_size", static_cast<uint32_t>(block));
+    g.set_u32("tokenizer.ggml.mask_token_id", static_cast<uint32_t>(mask));
+    std::vector<int32_t> ids;
+    for (int t : taps) ids.push_back(t + 1);
+    g.set("dflash.target_layers", GgufMeta::i32s(ids));
+    if (conv_kernel > 0) {
+      g.set_u32("dflash.conv_kernel_size", static_cast<uint32_t>(conv_kernel));
+      g.set_u32("dflash.conv_group_size", static_cast<uint32_t>(conv_group));
+      g.set_u32("dflash.selector_rank", static_cast<uint32_t>(sel_rank));
+      g.set_u32("dflash.selector_top_k", static_cast<uint32_t>(sel_top_k));
+    }
+    if (output_multiplier != 1.0f) g.set_f32("dflash.logit_scale", output_multiplier);
+    if (softcap != 0.0f) g.set_f32("dflash.final_logit_softcapping", softcap);
+    // z-lab's name -> llama.cpp's: whole names first, then per-layer suffixes.
+    static const std::map<std::string, std::string> whole = {
+        {"fc.weight", "fc.weight"},
+        {"hidden_norm.weight", "enc.output_norm.weight"},
+        {"norm.weight", "output_norm.weight"},
+        {"candidate_selector.predecessor_codebook", "selector_predecessor.weight"},
+        {"candidate_selector.successor_codebook", "selector_successor.weight"},
+        {"candidate_selector.hidden_projection.weight", "selector_hidden.weight"}};
+    static const std::map<std::string, std::string> per_layer = {
+        {"input_layernorm.weight", "attn_norm.weight"},
+        {"post_attention_layernorm.weight", "ffn_norm.weight"},
+        {"self_attn.q_proj.weight", "attn_q.weight"},
+        {"self_attn.k_proj.weight", "attn_k.weight"},
+        {"self_attn.v_proj.weight", "attn_v.weight"},
+        {"self_attn.o_proj.weight", "attn_output.weight"},
+        {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+        {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+        {"mlp.gate_proj.weight", "ffn_gate.weight"},
+        {"mlp.up_proj.weight", "ffn_up.weight"},
+        {"mlp.down_proj.weight", "ffn_down.weight"},
+        {"attention_conv.base_kernel", "attn_conv_base"},
+        {"attention_conv.kernel_projection.weight", "attn_conv_proj.weight"},
+        {"mlp_conv.base_kernel", "ffn_conv_base"},
+        {"mlp_conv.kernel_projection.weight", "ffn_conv_proj.weight"}};
+    for (const auto& [name, t] : w) {
+      std::string out;
+      if (auto it = whole.find(name); it != whole.end()) {
+        out = it->second;
+      } else {  // layers.N.rest
+        const size_t dot = name.find('.', 7);
+        out = "blk." + name.substr(7, dot - 7) + "." + per_layer.at(name.substr(dot + 1));
+      }
+      g.add_tensor(out, DType::F32, t.first, t.second.data(), t.second.size() * sizeof(float));
+    }
+    if (tweak) tweak(g);
+    g.write(path);
   }
 
   const std::vector<float>& get(const std::string& n) const { return w.at(n).second; }

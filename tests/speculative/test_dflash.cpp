@@ -14,6 +14,7 @@
 #include "common/test_util.h"
 #include "constrained_check.h"
 #include "dflash_fixture.h"
+#include "dflash_reference.h"
 #include "convert/create_model.h"
 #include "formats/safetensors.h"
 #include "generate/sampler.h"
@@ -31,127 +32,11 @@ using test::Draft;
 using test::prompt_tokens;
 const LoadedModel& target() { return test::dflash_target(); }
 
-using Vec = std::vector<double>;
-
-// out[r] = sum_c W[r][c] x[c], W rows x cols row-major.
-Vec matvec(const std::vector<float>& W, const Vec& x, size_t rows) {
-  const size_t cols = x.size();
-  Vec out(rows, 0.0);
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t c = 0; c < cols; ++c) out[r] += static_cast<double>(W[r * cols + c]) * x[c];
-  return out;
-}
-
-void rmsnorm(double* x, size_t n, const std::vector<float>& g, double eps) {
-  double ss = 0;
-  for (size_t i = 0; i < n; ++i) ss += x[i] * x[i];
-  const double s = 1.0 / std::sqrt(ss / static_cast<double>(n) + eps);
-  for (size_t i = 0; i < n; ++i) x[i] = x[i] * s * g[i];
-}
-
-// Rotates each head's first and second halves (NeoX / Qwen3 style).
-void rope(double* x, int n_heads, int hd, int pos, double theta) {
-  for (int h = 0; h < n_heads; ++h)
-    for (int i = 0; i < hd / 2; ++i) {
-      const double a = pos * std::pow(theta, -2.0 * i / hd), c = std::cos(a), s = std::sin(a);
-      double& x0 = x[h * hd + i];
-      double& x1 = x[h * hd + i + hd / 2];
-      const double r0 = x0 * c - x1 * s, r1 = x0 * s + x1 * c;
-      x0 = r0, x1 = r1;
-    }
-}
-
-std::vector<float> rows_f32(const TensorView& t) {
-  std::vector<float> out(static_cast<size_t>(t.numel()));
-  TensorView v = t;
-  v.shape = {t.rows(), t.cols()};
-  for (int64_t r = 0; r < v.rows(); ++r) kernels::dequant_row(v, r, out.data() + r * v.cols());
-  return out;
-}
-
-// The draft's logits for block rows 1..B-1, in float64, from the format's
-// description: context = hidden_norm(fc(concat of taps)); the block
-// [anchor, mask x (B-1)] embedded by the target; per layer queries from the
-// block, keys/values from [context; block] through the same k/v projections,
-// per-head q/k norms, RoPE at positions 0..a+B-1, no causal mask; Qwen3 MLP;
-// final norm, then the target's head.
-std::vector<Vec> reference_logits(const Draft& d, const LoadedModel& m, const std::vector<std::vector<float>>& taps,
-                                  int32_t anchor) {
-  const ModelConfig& t = m.model->config();
-  const int H = t.dim, a = static_cast<int>(taps.size()), B = d.block, hd = d.hd, group = d.heads / d.kv_heads;
-  const size_t qd = static_cast<size_t>(d.heads) * hd, kvd = static_cast<size_t>(d.kv_heads) * hd;
-  const double eps = 1e-6, theta = 1e6;
-  const auto emb = rows_f32(m.file->get("token_embd.weight"));
-  std::vector<Vec> ctx;
-  for (const auto& tap : taps) {
-    Vec c = matvec(d.get("fc.weight"), Vec(tap.begin(), tap.end()), static_cast<size_t>(H));
-    rmsnorm(c.data(), c.size(), d.get("hidden_norm.weight"), eps);
-    ctx.push_back(c);
-  }
-  std::vector<Vec> h(static_cast<size_t>(B));
-  for (int i = 0; i < B; ++i) {
-    const int32_t id = i == 0 ? anchor : d.mask;
-    h[static_cast<size_t>(i)].assign(emb.begin() + static_cast<ptrdiff_t>(id) * H, emb.begin() + static_cast<ptrdiff_t>(id + 1) * H);
-  }
-  for (int l = 0; l < d.layers; ++l) {
-    const std::string p = "layers." + std::to_string(l) + ".";
-    std::vector<Vec> q(static_cast<size_t>(B)), k, v;  // k, v: context then block
-    auto key_value = [&](const Vec& x, int pos) {
-      Vec kk = matvec(d.get(p + "self_attn.k_proj.weight"), x, kvd);
-      for (int g = 0; g < d.kv_heads; ++g) rmsnorm(kk.data() + g * hd, static_cast<size_t>(hd), d.get(p + "self_attn.k_norm.weight"), eps);
-      rope(kk.data(), d.kv_heads, hd, pos, theta);
-      k.push_back(kk);
-      v.push_back(matvec(d.get(p + "self_attn.v_proj.weight"), x, kvd));
-    };
-    for (int i = 0; i < a; ++i) key_value(ctx[static_cast<size_t>(i)], i);
-    for (int i = 0; i < B; ++i) {
-      Vec x = h[static_cast<size_t>(i)];
-      rmsnorm(x.data(), x.size(), d.get(p + "input_layernorm.weight"), eps);
-      q[static_cast<size_t>(i)] = matvec(d.get(p + "self_attn.q_proj.weight"), x, qd);
-      for (int g = 0; g < d.heads; ++g)
-        rmsnorm(q[static_cast<size_t>(i)].data() + g * hd, static_cast<size_t>(hd), d.get(p + "self_attn.q_norm.weight"), eps);
-      rope(q[static_cast<size_t>(i)].data(), d.heads, hd, a + i, theta);
-      key_value(x, a + i);
-    }
-    for (int i = 0; i < B; ++i) {
-      Vec o(qd, 0.0);
-      for (int g = 0; g < d.heads; ++g) {
-        const size_t kvo = static_cast<size_t>(g / group) * hd;
-        Vec s(k.size());
-        double mx = -1e300;
-        for (size_t j = 0; j < k.size(); ++j) {
-          double dot = 0;
-          for (int e = 0; e < hd; ++e) dot += q[static_cast<size_t>(i)][static_cast<size_t>(g * hd + e)] * k[j][kvo + e];
-          s[j] = dot / std::sqrt(static_cast<double>(hd));
-          mx = std::max(mx, s[j]);
-        }
-        double z = 0;
-        for (auto& x : s) z += (x = std::exp(x - mx));
-        for (size_t j = 0; j < k.size(); ++j)
-          for (int e = 0; e < hd; ++e) o[static_cast<size_t>(g * hd + e)] += s[j] / z * v[j][kvo + e];
-      }
-      Vec& hi = h[static_cast<size_t>(i)];
-      const Vec ao = matvec(d.get(p + "self_attn.o_proj.weight"), o, static_cast<size_t>(H));
-      for (int e = 0; e < H; ++e) hi[static_cast<size_t>(e)] += ao[static_cast<size_t>(e)];
-      Vec x = hi;
-      rmsnorm(x.data(), x.size(), d.get(p + "post_attention_layernorm.weight"), eps);
-      Vec g = matvec(d.get(p + "mlp.gate_proj.weight"), x, static_cast<size_t>(d.ffn));
-      const Vec u = matvec(d.get(p + "mlp.up_proj.weight"), x, static_cast<size_t>(d.ffn));
-      for (size_t e = 0; e < g.size(); ++e) g[e] = g[e] / (1.0 + std::exp(-g[e])) * u[e];
-      const Vec dn = matvec(d.get(p + "mlp.down_proj.weight"), g, static_cast<size_t>(H));
-      for (int e = 0; e < H; ++e) hi[static_cast<size_t>(e)] += dn[static_cast<size_t>(e)];
-    }
-  }
-  const auto& out_t = t.tied_embeddings ? m.file->get("token_embd.weight") : m.file->get("output.weight");
-  const auto head = rows_f32(out_t);
-  std::vector<Vec> logits;
-  for (int i = 1; i < B; ++i) {
-    Vec x = h[static_cast<size_t>(i)];
-    rmsnorm(x.data(), x.size(), d.get("norm.weight"), eps);
-    logits.push_back(matvec(head, x, static_cast<size_t>(t.vocab_size)));
-  }
-  return logits;
-}
+using test::matvec;
+using test::reference_logits;
+using test::rmsnorm;
+using test::rows_f32;
+using test::Vec;
 
 // The taps are the residual stream after each chosen layer, the same whether
 // a position ran in prefill or one token at a time, and the last layer's tap
@@ -193,24 +78,13 @@ TEST(DFlash, DraftLogitsMatchTheFloat64Reference) {
   auto draft = std::make_shared<const DFlashDraft>(dir.path(), c);
   Session s(m.model, m.tokenizer, 64, 2);
   DFlashDrafter drafter(draft, s);
-  const auto norm = rows_f32(m.file->get("output_norm.weight"));
   double worst = 0, scale = 0;
   for (int n : {1, 6, 11}) {
     const auto hist = prompt_tokens(n + 1, 20 + static_cast<uint64_t>(n));
     s.reset();
     if (n > 0) s.prefill(std::span<const int32_t>(hist.data(), static_cast<size_t>(n)));
     const std::vector<float> got = drafter.block_logits(hist);
-    std::vector<std::vector<float>> taps;
-    for (int p = 0; p < n; ++p) {
-      const float* t = s.hidden_taps(p);
-      std::vector<float> row(t, t + 2 * c.dim);
-      // The format's hidden state after the last layer is the final-normed one.
-      Vec last(row.begin() + c.dim, row.end());
-      rmsnorm(last.data(), last.size(), norm, c.norm_eps);
-      std::copy(last.begin(), last.end(), row.begin() + c.dim);
-      taps.push_back(row);
-    }
-    const auto want = reference_logits(d, m, taps, hist.back());
+    const auto want = reference_logits(d, m, test::format_taps(s, m, n), hist.back());
     ASSERT_EQ(got.size(), static_cast<size_t>(d.block - 1) * c.vocab_size);
     for (int i = 0; i + 1 < d.block; ++i)
       for (int v = 0; v < c.vocab_size; ++v) {
@@ -238,23 +112,7 @@ TEST(DFlash, GreedySpeculativeOutputEqualsPlain) {
   auto draft = std::make_shared<const DFlashDraft>(dir.path(), c);
   Session s(m.model, m.tokenizer, 96, test::emulated() ? 1 : 2);  // threads spin badly under qemu
   DFlashDrafter drafter(draft, s);
-  GenerateOptions o;
-  o.max_tokens = 24;
-  o.sampling.temperature = 0;
-  int drafted = 0;
-  for (int i = 0; i < (test::emulated() ? 2 : 4); ++i) {
-    const auto in = prompt_tokens(3 + 4 * i, 40 + static_cast<uint64_t>(i));
-    s.reset();
-    const auto want = s.generate(in, o);
-    for (int k : {1, 4}) {
-      SpeculativeStats st;
-      s.reset();
-      const auto got = generate_speculative(s, drafter, in, o, {k, false}, {}, &st);
-      EXPECT_EQ(got.tokens, want.tokens) << "prompt " << i << " k=" << k;
-      EXPECT_EQ(got.text, want.text);
-      drafted += st.drafted;
-    }
-  }
+  const int drafted = test::expect_greedy_as_plain(s, drafter, test::emulated() ? 2 : 4, 40);
   EXPECT_GT(drafted, 0);
   // Under a constraint (each kind): drafts are cut by the matcher and the
   // output equals constrained plain greedy decoding (ISA-independent: not
@@ -348,32 +206,9 @@ TEST(DFlash, BadDraftFilesGetOneClearError) {
   EXPECT_THROW(DFlashDraft(empty.path(), c), Error);
 }
 
-// The draft's block logits after each history (prefilled by the target
-// but for its last token, the anchor), concatenated.
-std::vector<float> draft_logits(const LoadedModel& m, Session& s, const std::string& path,
-                                const std::vector<std::vector<int32_t>>& histories) {
-  DFlashDrafter drafter(std::make_shared<const DFlashDraft>(path, m.model->config()), s);
-  std::vector<float> all;
-  for (const auto& hist : histories) {
-    s.reset();
-    s.prefill(std::span<const int32_t>(hist.data(), hist.size() - 1));
-    const auto& l = drafter.block_logits(hist);
-    all.insert(all.end(), l.begin(), l.end());
-  }
-  return all;
-}
-
-double max_abs(const std::vector<float>& v) {
-  double m = 0;
-  for (float x : v) m = std::max(m, static_cast<double>(std::abs(x)));
-  return m;
-}
-
-double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, static_cast<double>(std::abs(a[i] - b[i])));
-  return m;
-}
+using test::draft_logits;
+using test::max_abs;
+using test::max_diff;
 
 // The Pocket draft file (pocket convert-draft): in f32 the draft's logits
 // are bit-identical to the folder's; quantized, within a stated tolerance of
