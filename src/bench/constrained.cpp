@@ -69,7 +69,7 @@ ConstrainedBenchReport run_constrained_bench(const std::string& model_path, cons
         session.reset();
         GenerateResult r = session.generate(prompt, co);
         rep.mask_us.insert(rep.mask_us.end(), r.mask_us.begin(), r.mask_us.end());
-        rep.walks.emplace_back(name + "#" + std::to_string(run), r.tokens);
+        rep.walks.emplace_back(res.name + "#" + std::to_string(run), r.tokens);
         res.tokens = static_cast<int>(r.tokens.size());
         res.complete = r.constraint_complete;
         if (r.decode_seconds > 0 && !r.tokens.empty()) cr.push_back(r.tokens.size() / r.decode_seconds);
