@@ -29,6 +29,16 @@ void expect_reference(Matcher& m, const VocabIndex& v, const std::string& what) 
   }
 }
 
+// A closed object with one required property `name` of `value_schema`.
+std::shared_ptr<const Constraint> one_property(const std::shared_ptr<const VocabIndex>& v, const std::string& name,
+                                               const std::string& value_schema) {
+  ConstraintSpec spec;
+  spec.kind = ConstraintSpec::Kind::JsonSchema;
+  spec.text = R"({"type":"object","properties":{")" + name + R"(":)" + value_schema + R"(},"required":[")" + name +
+              R"("],"additionalProperties":false})";
+  return compile_constraint(spec, v);
+}
+
 // Walks `steps` random allowed tokens with a matcher whose cache evicts at
 // every mask and one with the default cap, checks both against the
 // reference, then rolls back and walks the same tokens again (every state
@@ -197,10 +207,7 @@ TEST(ConstrainMaskCache, LeavingACountedRepetitionByAFewBytesEqualsTheReference)
   const std::vector<std::string> units = {"ab", "c", "x1", "-", ".", "@", "\"", "{", "}", ":", "e"};
   std::mt19937 rng(13);
   auto v = test_vocab(units, 400, rng);
-  ConstraintSpec spec;
-  spec.kind = ConstraintSpec::Kind::JsonSchema;
-  spec.text = R"({"type":"object","properties":{"e":{"type":"string","format":"email"}},"required":["e"],"additionalProperties":false})";
-  auto c = compile_constraint(spec, v);
+  auto c = one_property(v, "e", R"({"type":"string","format":"email"})");
   auto m = c->matcher();
   ASSERT_TRUE(m.advance_bytes(R"({"e":")"));
   for (const char* part : {"a", "b", "c", ".", "x", "1", "@", "a", "b", "-", "c", ".", "e"}) {
@@ -222,10 +229,7 @@ TEST(ConstrainMaskCache, CountsFarFromTheBoundsShareOneMask) {
   const std::vector<std::string> units = {"a", "bc", "\"", "\\", "n", "\xE4\xB8\xAD", "}", ",", ":", "{"};
   std::mt19937 rng(23);
   auto v = test_vocab(units, 300, rng);
-  ConstraintSpec spec;
-  spec.kind = ConstraintSpec::Kind::JsonSchema;
-  spec.text = R"({"type":"object","properties":{"s":{"type":"string","minLength":2,"maxLength":60}},"required":["s"],"additionalProperties":false})";
-  auto c = compile_constraint(spec, v);
+  auto c = one_property(v, "s", R"({"type":"string","minLength":2,"maxLength":60})");
   auto m = c->matcher();
   ASSERT_TRUE(m.advance_bytes(R"({"s":")"));
   std::vector<const uint64_t*> seen;
@@ -253,10 +257,7 @@ TEST(ConstrainMaskCache, ALongIntegerIsOneParseNotOnePerLength) {
   const std::vector<std::string> units = {"1", "23", "0", "9", ",", "}", "{", "\"", ":", "n"};
   std::mt19937 rng(19);
   auto v = test_vocab(units, 300, rng);
-  ConstraintSpec spec;
-  spec.kind = ConstraintSpec::Kind::JsonSchema;
-  spec.text = R"({"type":"object","properties":{"n":{"type":"integer","minimum":1}},"required":["n"],"additionalProperties":false})";
-  auto m = compile_constraint(spec, v)->matcher();
+  auto m = one_property(v, "n", R"({"type":"integer","minimum":1})")->matcher();
   ASSERT_TRUE(m.advance_bytes(R"({"n":)"));
   for (const char* d : {"4", "3", "5", "3", "5", "4", "5", "7", "3", "1"}) {
     expect_reference(m, *v, std::string("before ") + d);
@@ -278,10 +279,7 @@ TEST(ConstrainMaskCache, OneWalkServesEveryCountOfADomainLabel) {
   const std::vector<std::string> units = {"ab", "c", "x1", "-", ".", "@", "\"", "{", "}", ":", "e"};
   std::mt19937 rng(17);
   auto v = test_vocab(units, 400, rng);
-  ConstraintSpec spec;
-  spec.kind = ConstraintSpec::Kind::JsonSchema;
-  spec.text = R"({"type":"object","properties":{"e":{"type":"string","format":"email"}},"required":["e"],"additionalProperties":false})";
-  auto m = compile_constraint(spec, v)->matcher();
+  auto m = one_property(v, "e", R"({"type":"string","format":"email"})")->matcher();
   ASSERT_TRUE(m.advance_bytes(R"({"e":"a@b.c)"));
   int64_t walks = -1;
   for (const char* ch : {"d", "e", "-", "f", "1", "g", "h", "-", "i"}) {
