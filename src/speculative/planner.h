@@ -39,25 +39,33 @@ class BlockPlanner {
   double cost(int n) const;
   int draft_max() const { return draft_max_; }
   // One decode-loop step end to end (drafting included): `drafted` when a
-  // draft was made for it, giving `tokens` tokens in `seconds`.
+  // draft was made for it, giving `tokens` tokens in `seconds`. A drafted
+  // step also adds to the running loss: its seconds minus what plain
+  // decoding would have taken for its tokens (negative when it paid).
   void record_step(bool drafted, int tokens, double seconds);
   // Measured end to end, steps with drafting have given fewer tokens per
   // second than plain ones (both measured, a costly drafter; never when
-  // not adaptive). Catches
-  // what the cost model misses: a drafter whose work slows the target's
-  // next forward (caches, idle threads), noise in the per-part times.
-  bool speculation_loses() const;
+  // not adaptive), or all drafting so far has lost more than `share` of the
+  // decode time. Catches what the cost model misses: a drafter whose work
+  // slows the target's next forward (caches, idle threads), noise in the
+  // per-part times.
+  bool speculation_loses(double share = kLossShare) const;
+  // While drafting is paused (speculation measured as losing), whether one
+  // more exploring draft fits the loss budget: the running loss of all
+  // drafted steps is at most `share` of the decode time so far. When every
+  // draft fails, exploring thus costs at most `share` of the run plus one
+  // draft. Always true for a drafter that is not costly.
+  bool may_explore(double share = kLossShare) const;
+  // Seconds of the decode loop so far and the running loss (record_step).
+  double elapsed() const { return elapsed_; }
+  double loss() const { return loss_; }
+  static constexpr double kLossShare = 0.02;
   // A plain step is due to (re)measure the plain rate: none measured yet,
   // or 32 steps with drafting since the last one.
   // Only for a costly drafter: a free one loses nothing by drafting.
   bool wants_plain_step() const {
     return adaptive_ && costly_drafter() && (plain_steps_.seconds == 0 || drafted_since_plain_ >= 32);
   }
-  // Plain steps to take without drafting after the planner chose a plain
-  // step, so that failed drafting costs at most about `share` of the decode
-  // time: the measured draft time over share x one decode step (0 when
-  // drafting is free, at most 512).
-  int steps_to_skip(double share = 0.05) const;
 
  private:
   int draft_max_;
@@ -69,6 +77,7 @@ class BlockPlanner {
     double tokens = 0, seconds = 0;  // EMAs per step
   } drafted_steps_, plain_steps_;
   int drafted_since_plain_ = 0;
+  double elapsed_ = 0, loss_ = 0;  // decode seconds so far; drafted steps' seconds over plain's
 };
 
 }  // namespace pocket
