@@ -46,8 +46,17 @@ void BlockPlanner::record_time(int tokens, double seconds) {
   update_ema(time_[static_cast<size_t>(tokens)], seconds);
 }
 
-void BlockPlanner::record_draft_time(double seconds) {
-  if (seconds >= 0) update_ema(draft_time_, seconds);
+void BlockPlanner::record_draft_time(double seconds, int missed) {
+  if (!(seconds >= 0)) return;
+  if (missed <= draft_max_ + 1 || draft_time_ == 0) {  // the most a verified block moves the history
+    update_ema(draft_time_, seconds);
+    return;
+  }
+  record_catch_up(std::max(seconds - draft_time_, 0.0), missed);
+}
+
+void BlockPlanner::record_catch_up(double seconds, int positions) {
+  if (positions > 0 && seconds >= 0) update_ema(catch_up_, seconds / positions);
 }
 
 void BlockPlanner::record_acceptance(int drafted, int accepted) {
@@ -78,8 +87,8 @@ bool BlockPlanner::speculation_loses(double share) const {
          loss_ > share * elapsed_;
 }
 
-bool BlockPlanner::may_explore(double share) const {
-  return !adaptive_ || !costly_drafter() || loss_ <= share * elapsed_;
+bool BlockPlanner::may_explore(int missed, double share) const {
+  return !adaptive_ || !costly_drafter() || loss_ + draft_time_ + catch_up_ * missed <= share * elapsed_;
 }
 
 double BlockPlanner::cost(int n) const {

@@ -19,7 +19,14 @@ class BlockPlanner {
   int choose(int available) const;
   // A forward of `tokens` rows took `seconds`; drafting took `seconds`.
   void record_time(int tokens, double seconds);
-  void record_draft_time(double seconds);
+  // A draft took `seconds`, `missed` positions after the previous draft (a
+  // drafter with per-position state catches up on them first): a draft
+  // soon after the last one measures the draft's own cost, one after a
+  // longer pause the cost of catching up per missed position.
+  void record_draft_time(double seconds, int missed = 0);
+  // The drafter caught up on `positions` positions in `seconds` (the
+  // prompt, before decoding): a first estimate of the catch-up cost.
+  void record_catch_up(double seconds, int positions);
   // Of `drafted` positions checked, the first `accepted` matched (accepted
   // < drafted means a mismatch was seen at position accepted + 1).
   void record_acceptance(int drafted, int accepted);
@@ -51,11 +58,15 @@ class BlockPlanner {
   // per-part times.
   bool speculation_loses(double share = kLossShare) const;
   // While drafting is paused (speculation measured as losing), whether one
-  // more exploring draft fits the loss budget: the running loss of all
-  // drafted steps is at most `share` of the decode time so far. When every
-  // draft fails, exploring thus costs at most `share` of the run plus one
-  // draft. Always true for a drafter that is not costly.
-  bool may_explore(double share = kLossShare) const;
+  // more exploring draft, `missed` positions after the last, fits the loss
+  // budget: the running loss of all drafted steps plus the draft's expected
+  // cost (its own and the catch-up on the missed positions) is at most
+  // `share` of the decode time so far. When every draft fails, exploring
+  // thus costs at most `share` of the run (beyond the first draft, and one
+  // draft before the catch-up cost is measured); where catching up costs
+  // more per position than `share` of a decode step, drafting stays
+  // paused. Always true for a drafter that is not costly.
+  bool may_explore(int missed, double share = kLossShare) const;
   // Seconds of the decode loop so far and the running loss (record_step).
   double elapsed() const { return elapsed_; }
   double loss() const { return loss_; }
@@ -72,7 +83,8 @@ class BlockPlanner {
   bool adaptive_;
   std::vector<double> hits_, misses_;  // per draft position: decayed counts of outcomes
   std::vector<double> time_;          // EMA of seconds per forward size (0 = not measured)
-  double draft_time_ = 0;             // EMA of seconds per draft
+  double draft_time_ = 0;             // EMA of seconds per draft (soon after the last one)
+  double catch_up_ = 0;               // EMA of seconds per missed position (drafts after a pause)
   struct StepRate {
     double tokens = 0, seconds = 0;  // EMAs per step
   } drafted_steps_, plain_steps_;

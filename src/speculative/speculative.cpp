@@ -66,12 +66,14 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
   }
 
   {  // the drafter's one-time catch-up on the prompt: part of the prompt's
-     // time (and of drafting's), not planned as the cost of a draft
+     // time (and of drafting's), not planned as the cost of a draft, but
+     // the planner's first estimate of catching up after a pause
     auto td = Clock::now();
     drafter.prepare(input);
     const double dt = seconds_since(td);
     st.draft_seconds += dt;
     r.prefill_seconds += dt;
+    planner.record_catch_up(dt, static_cast<int>(input.size()));
   }
   TextStream stream(tok, opt.stop_strings);
   std::vector<int32_t> history(input.begin(), input.end());
@@ -126,6 +128,7 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
   constexpr int kMaxBackoff = 32;
   int backoff = 0, skip = 0;  // a free drafter's pause after a plain choice: steps left
   bool paused = false;        // a costly drafter's pause: drafts only within the planner's loss budget
+  size_t drafted_at = input.size();  // the history's length at the last draft (prepare() caught up on the prompt)
   bool explore = false;  // the first draft after a pause may be verified even when speculation measures as losing
   int32_t next = -1;
   if (matcher && matcher->complete() && opt.max_tokens > 0) {
@@ -170,14 +173,15 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
       paused = explore = true;
     if (skip > 0) {
       --skip;
-    } else if ((!paused || planner.may_explore()) && !planner.wants_plain_step()) {
+    } else if ((!paused || planner.may_explore(static_cast<int>(history.size() - drafted_at))) && !planner.wants_plain_step()) {
       drafted_now = true;
       const auto td = Clock::now();
       drafter.draft(history, planner.draft_request(room), draft);
       if (matcher) trim_to_constraint(*matcher, tok, draft);
       const double dt = seconds_since(td);
       st.draft_seconds += dt;
-      planner.record_draft_time(dt);
+      planner.record_draft_time(dt, static_cast<int>(history.size() - drafted_at));
+      drafted_at = history.size();
     }
     int k = planner.choose(std::min(static_cast<int>(draft.size()), room));
     // Steps with drafting measured slower per token than plain ones, end to
