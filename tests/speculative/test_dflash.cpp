@@ -32,6 +32,14 @@ using test::Draft;
 using test::prompt_tokens;
 const LoadedModel& target() { return test::dflash_target(); }
 
+// A random-weight draft for the target, written into `dir` and loaded.
+std::shared_ptr<const DFlashDraft> random_draft(const test::TempDir& dir, uint64_t seed) {
+  const ModelConfig& c = target().model->config();
+  Draft d(c.dim, seed);
+  d.write(dir.path(), c.dim);
+  return std::make_shared<const DFlashDraft>(dir.path(), c);
+}
+
 using test::matvec;
 using test::reference_logits;
 using test::rmsnorm;
@@ -105,11 +113,8 @@ TEST(DFlash, DraftLogitsMatchTheFloat64Reference) {
 // constraint.
 TEST(DFlash, GreedySpeculativeOutputEqualsPlain) {
   const LoadedModel& m = target();
-  const ModelConfig& c = m.model->config();
   test::TempDir dir;
-  Draft d(c.dim, 11);
-  d.write(dir.path(), c.dim);
-  auto draft = std::make_shared<const DFlashDraft>(dir.path(), c);
+  auto draft = random_draft(dir, 11);
   Session s(m.model, m.tokenizer, 96, test::emulated() ? 1 : 2);  // threads spin badly under qemu
   DFlashDrafter drafter(draft, s);
   const int drafted = test::expect_greedy_as_plain(s, drafter, test::emulated() ? 2 : 4, 40);
@@ -138,11 +143,8 @@ TEST(DFlash, GreedySpeculativeOutputEqualsPlain) {
 // skipped the taps a later catch-up reads.
 TEST(DFlash, DraftingResumedAfterAPauseCatchesUpAndStaysLossless) {
   const LoadedModel& m = target();
-  const ModelConfig& c = m.model->config();
   test::TempDir dir;
-  Draft d(c.dim, 23);
-  d.write(dir.path(), c.dim);
-  auto draft = std::make_shared<const DFlashDraft>(dir.path(), c);
+  auto draft = random_draft(dir, 23);
   const int threads = test::emulated() ? 1 : 2;
   Session s(m.model, m.tokenizer, 96, threads);
   DFlashDrafter drafter(draft, s);
