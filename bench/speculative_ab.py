@@ -3,13 +3,33 @@
 
 Each configuration is "BINARY|FLAGS" (FLAGS may be empty: plain decoding). For every
 round and prompt file, the configurations run one after another (the machine is
-shared: alternating keeps them under the same load); prints the median generated
-tok/s of each. Greedy, 128 tokens, --ignore-eos, 2 threads.
+shared: alternating keeps them under the same load). Greedy, -n tokens (128),
+--ignore-eos, 2 threads. Prints per configuration:
+  - the median generated tok/s (decode wall time, as `pocket run` reports it);
+  - the median CPU time (user + sys of the whole process, from wait4) per generated
+    token: far less sensitive than wall time to other jobs on a loaded machine;
+  - with two or more configurations, the median over (round, prompt) pairs of the
+    ratio to the first configuration: tok/s ratio and CPU-time ratio (first / this,
+    so > 1 means faster than the first);
+  - the drafted / accepted totals when the run is speculative.
 
   python3 bench/speculative_ab.py -m models/pocket-mini.pq4 --prompts p0.txt,p1.txt --rounds 4 \\
       "old/pocket|" "build/release/pocket|" "build/release/pocket|--draft lookup"
 """
-import argparse, re, shlex, statistics, subprocess
+import argparse, os, re, shlex, statistics, subprocess, tempfile
+
+
+def run_once(cmd):
+    """Runs cmd; returns (stderr text, user + sys CPU seconds of the process)."""
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        text = err.read().decode("utf-8", "replace")
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}):\n{text}")
+    return text, usage.ru_utime + usage.ru_stime
 
 
 def main():
@@ -20,16 +40,32 @@ def main():
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("configs", nargs="+", help='"BINARY|FLAGS"')
     a = ap.parse_args()
-    res = {c: [] for c in a.configs}
-    for _ in range(a.rounds):
+    tps = {c: [] for c in a.configs}
+    cpu = {c: [] for c in a.configs}  # CPU seconds per generated token
+    drafted = {c: [0, 0] for c in a.configs}
+    for r in range(a.rounds):
         for pf in a.prompts.split(","):
-            for c in a.configs:
+            # Alternate the order each round so no configuration always runs first.
+            order = a.configs if r % 2 == 0 else list(reversed(a.configs))
+            for c in order:
                 binary, flags = c.split("|", 1)
                 cmd = [binary, "run", "-m", a.model, "-t", "2", "--temp", "0", "-n", str(a.n), "--ignore-eos", "-f", pf]
-                p = subprocess.run(cmd + shlex.split(flags), capture_output=True, text=True, check=True)
-                res[c].append(float(re.search(r"generated \d+ tokens ([\d.]+) tok/s", p.stderr).group(1)))
+                text, seconds = run_once(cmd + shlex.split(flags))
+                m = re.search(r"generated (\d+) tokens ([\d.]+) tok/s", text)
+                tps[c].append(float(m.group(2)))
+                cpu[c].append(seconds / int(m.group(1)))
+                d = re.search(r"drafted (\d+), accepted (\d+)", text)
+                if d:
+                    drafted[c][0] += int(d.group(1))
+                    drafted[c][1] += int(d.group(2))
+    base = a.configs[0]
+    print("| configuration | tok/s (median) | CPU ms/token (median) | tok/s ratio | CPU-time ratio | drafted / accepted | runs |")
+    print("|---|---|---|---|---|---|---|")
     for c in a.configs:
-        print(f"| `{c}` | {statistics.median(res[c]):.1f} | {len(res[c])} runs |")
+        wall_ratio = statistics.median(x / y for x, y in zip(tps[c], tps[base]))
+        cpu_ratio = statistics.median(y / x for x, y in zip(cpu[c], cpu[base]))
+        print(f"| `{c}` | {statistics.median(tps[c]):.1f} | {1e3 * statistics.median(cpu[c]):.3f} | "
+              f"{wall_ratio:.3f}x | {cpu_ratio:.3f}x | {drafted[c][0]} / {drafted[c][1]} | {len(tps[c])} |")
 
 
 if __name__ == "__main__":

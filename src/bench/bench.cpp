@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bench/system.h"
+#include "kernels/kernels.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "runtime/loader.h"
@@ -159,6 +160,7 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
   r.arch = arch_name(c.arch);
   r.file_size = m.file->file_size;
   r.weight_type = weight_type_summary(*m.file);
+  r.kernels = kernels::active_isa();
   const int n_ctx = opt.prompt + opt.gen;
   if (n_ctx > c.max_seq_len) fail("bench: -p + -n = ", n_ctx, " exceeds the model's context of ", c.max_seq_len);
   check_sweep(opt, c);

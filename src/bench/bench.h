@@ -52,6 +52,7 @@ struct Stat {
 
 struct BenchReport {
   std::string path, format, arch, weight_type;
+  std::string kernels;  // the kernel level that ran (kernels::active_isa())
   BenchOptions opt;
   int runs_completed = 0;  // opt.runs unless stopped early
   bool interrupted = false;

@@ -29,6 +29,7 @@ std::string format_table(const BenchReport& r) {
   row("weights", r.weight_type);
   row("file size", fmt("%.1f MB", r.file_size / 1e6));
   row("threads", std::to_string(o.threads));
+  row("kernels", r.kernels);
   row("method", r.interrupted ? "1 warm-up + " + std::to_string(r.runs_completed) + " of " + std::to_string(o.runs) +
                                      " runs (interrupted), median [min, max]"
                                : "1 warm-up + " + std::to_string(o.runs) + " runs, median [min, max]");
@@ -78,6 +79,7 @@ std::string format_json(const BenchReport& r) {
       {"weights", r.weight_type},
       {"file_size_bytes", r.file_size},
       {"threads", o.threads},
+      {"kernels", r.kernels},
       {"prompt_tokens", o.prompt},
       {"gen_tokens", o.gen},
       {"runs", o.runs},

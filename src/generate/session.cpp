@@ -177,16 +177,20 @@ void Session::enable_hidden_taps(std::vector<int> layers) {
   const ModelConfig& c = model_->config();
   for (int l : layers)
     if (l < 0 || l >= c.n_layers) fail_as(ErrorCode::InvalidArgument, "hidden-state tap of layer ", l, " but the model has ", c.n_layers);
-  taps_.assign(static_cast<size_t>(ctx_.cache.capacity()) * layers.size() * c.dim, 0.0f);
+  // Not cleared: a position's row is written by the forward pass that runs
+  // it, so the pages of positions never run are never touched (a cleared
+  // buffer for the whole context cost milliseconds of page faults per run).
+  taps_ = layers.empty() ? nullptr
+                         : std::make_unique_for_overwrite<float[]>(static_cast<size_t>(ctx_.cache.capacity()) * layers.size() * c.dim);
   ctx_.tap_layers = std::move(layers);
-  ctx_.tap_out = ctx_.tap_layers.empty() ? nullptr : taps_.data();
+  ctx_.tap_out = taps_.get();
   reset();
 }
 
 const float* Session::hidden_taps(int pos) const {
   if (ctx_.tap_out == nullptr || pos < 0 || pos >= static_cast<int>(cached_.size()))
     fail("hidden_taps: position ", pos, " is not cached or taps are off");
-  return taps_.data() + static_cast<size_t>(pos) * ctx_.tap_layers.size() * model_->config().dim;
+  return taps_.get() + static_cast<size_t>(pos) * ctx_.tap_layers.size() * model_->config().dim;
 }
 
 GenerateResult Session::generate(std::span<const int32_t> input, const GenerateOptions& opt,

@@ -147,7 +147,7 @@ class Session {
   std::vector<int32_t> cached_;  // tokens whose keys/values are in ctx_.cache
   std::vector<float> logits_;
   std::vector<float> block_logits_;  // verify()'s rows
-  std::vector<float> taps_;          // enable_hidden_taps()
+  std::unique_ptr<float[]> taps_;    // enable_hidden_taps(): capacity x layers x dim
 };
 
 }  // namespace pocket

@@ -14,6 +14,13 @@ namespace {
 double prior(int n) { return 1.0 + 0.14 * (n - 1); }
 constexpr double kTimeDecay = 0.8;   // weight of the old value in the time EMA
 constexpr double kCountDecay = 0.9;  // per observation, for the acceptance counts
+// Wall time on a shared machine has outliers (a preempted step takes 5-10x
+// as long): once an average exists, a sample counts as at most this many
+// times it, so one outlier cannot flip the planner's decisions for long.
+constexpr double kOutlier = 3.0;
+void update_ema(double& avg, double sample) {
+  avg = avg == 0 ? sample : kTimeDecay * avg + (1 - kTimeDecay) * std::min(sample, kOutlier * avg);
+}
 }  // namespace
 
 BlockPlanner::BlockPlanner(int draft_max, bool adaptive)
@@ -36,12 +43,20 @@ int BlockPlanner::draft_request(int room) const {
 
 void BlockPlanner::record_time(int tokens, double seconds) {
   if (tokens < 1 || tokens >= static_cast<int>(time_.size()) || !(seconds > 0)) return;
-  double& t = time_[static_cast<size_t>(tokens)];
-  t = t == 0 ? seconds : kTimeDecay * t + (1 - kTimeDecay) * seconds;
+  update_ema(time_[static_cast<size_t>(tokens)], seconds);
 }
 
-void BlockPlanner::record_draft_time(double seconds) {
-  if (seconds >= 0) draft_time_ = draft_time_ == 0 ? seconds : kTimeDecay * draft_time_ + (1 - kTimeDecay) * seconds;
+void BlockPlanner::record_draft_time(double seconds, int missed) {
+  if (!(seconds >= 0)) return;
+  if (missed <= draft_max_ + 1 || draft_time_ == 0) {  // the most a verified block moves the history
+    update_ema(draft_time_, seconds);
+    return;
+  }
+  record_catch_up(std::max(seconds - draft_time_, 0.0), missed);
+}
+
+void BlockPlanner::record_catch_up(double seconds, int positions) {
+  if (positions > 0 && seconds >= 0) update_ema(catch_up_, seconds / positions);
 }
 
 void BlockPlanner::record_acceptance(int drafted, int accepted) {
@@ -55,16 +70,25 @@ void BlockPlanner::record_acceptance(int drafted, int accepted) {
 
 void BlockPlanner::record_step(bool drafted, int tokens, double seconds) {
   if (tokens < 1 || !(seconds > 0)) return;
+  elapsed_ += seconds;
+  if (drafted) {  // what plain decoding would have taken for these tokens: its measured step, else one forward
+    const double plain = plain_steps_.seconds > 0 ? plain_steps_.seconds / plain_steps_.tokens : cost(1);
+    loss_ += seconds - tokens * plain;
+  }
   StepRate& r = drafted ? drafted_steps_ : plain_steps_;
   drafted_since_plain_ = drafted ? drafted_since_plain_ + 1 : 0;
-  const bool first = r.seconds == 0;
-  r.tokens = first ? tokens : kTimeDecay * r.tokens + (1 - kTimeDecay) * tokens;
-  r.seconds = first ? seconds : kTimeDecay * r.seconds + (1 - kTimeDecay) * seconds;
+  r.tokens = r.seconds == 0 ? tokens : kTimeDecay * r.tokens + (1 - kTimeDecay) * tokens;
+  update_ema(r.seconds, seconds);
 }
 
-bool BlockPlanner::speculation_loses() const {
+bool BlockPlanner::speculation_loses(double share) const {
   if (!adaptive_ || !costly_drafter() || drafted_steps_.seconds == 0 || plain_steps_.seconds == 0) return false;
-  return drafted_steps_.tokens / drafted_steps_.seconds < plain_steps_.tokens / plain_steps_.seconds;
+  return drafted_steps_.tokens / drafted_steps_.seconds < plain_steps_.tokens / plain_steps_.seconds ||
+         loss_ > share * elapsed_;
+}
+
+bool BlockPlanner::may_explore(int missed, double share) const {
+  return !adaptive_ || !costly_drafter() || loss_ + draft_time_ + catch_up_ * missed <= share * elapsed_;
 }
 
 double BlockPlanner::cost(int n) const {
@@ -75,11 +99,6 @@ double BlockPlanner::cost(int n) const {
       if (m >= 1 && m < static_cast<int>(time_.size()) && time_[static_cast<size_t>(m)] > 0)
         return time_[static_cast<size_t>(m)] * prior(n) / prior(m);
   return prior(n);
-}
-
-int BlockPlanner::steps_to_skip(double share) const {
-  const double steps = draft_time_ / (share * cost(1));
-  return steps >= 512 ? 512 : static_cast<int>(steps);
 }
 
 int BlockPlanner::choose(int available) const {

@@ -19,7 +19,14 @@ class BlockPlanner {
   int choose(int available) const;
   // A forward of `tokens` rows took `seconds`; drafting took `seconds`.
   void record_time(int tokens, double seconds);
-  void record_draft_time(double seconds);
+  // A draft took `seconds`, `missed` positions after the previous draft (a
+  // drafter with per-position state catches up on them first): a draft
+  // soon after the last one measures the draft's own cost, one after a
+  // longer pause the cost of catching up per missed position.
+  void record_draft_time(double seconds, int missed = 0);
+  // The drafter caught up on `positions` positions in `seconds` (the
+  // prompt, before decoding): a first estimate of the catch-up cost.
+  void record_catch_up(double seconds, int positions);
   // Of `drafted` positions checked, the first `accepted` matched (accepted
   // < drafted means a mismatch was seen at position accepted + 1).
   void record_acceptance(int drafted, int accepted);
@@ -39,36 +46,50 @@ class BlockPlanner {
   double cost(int n) const;
   int draft_max() const { return draft_max_; }
   // One decode-loop step end to end (drafting included): `drafted` when a
-  // draft was made for it, giving `tokens` tokens in `seconds`.
+  // draft was made for it, giving `tokens` tokens in `seconds`. A drafted
+  // step also adds to the running loss: its seconds minus what plain
+  // decoding would have taken for its tokens (negative when it paid).
   void record_step(bool drafted, int tokens, double seconds);
   // Measured end to end, steps with drafting have given fewer tokens per
   // second than plain ones (both measured, a costly drafter; never when
-  // not adaptive). Catches
-  // what the cost model misses: a drafter whose work slows the target's
-  // next forward (caches, idle threads), noise in the per-part times.
-  bool speculation_loses() const;
+  // not adaptive), or all drafting so far has lost more than `share` of the
+  // decode time. Catches what the cost model misses: a drafter whose work
+  // slows the target's next forward (caches, idle threads), noise in the
+  // per-part times.
+  bool speculation_loses(double share = kLossShare) const;
+  // While drafting is paused (speculation measured as losing), whether one
+  // more exploring draft, `missed` positions after the last, fits the loss
+  // budget: the running loss of all drafted steps plus the draft's expected
+  // cost (its own and the catch-up on the missed positions) is at most
+  // `share` of the decode time so far. When every draft fails, exploring
+  // thus costs at most `share` of the run (beyond the first draft, and one
+  // draft before the catch-up cost is measured); where catching up costs
+  // more per position than `share` of a decode step, drafting stays
+  // paused. Always true for a drafter that is not costly.
+  bool may_explore(int missed, double share = kLossShare) const;
+  // Seconds of the decode loop so far and the running loss (record_step).
+  double elapsed() const { return elapsed_; }
+  double loss() const { return loss_; }
+  static constexpr double kLossShare = 0.02;
   // A plain step is due to (re)measure the plain rate: none measured yet,
   // or 32 steps with drafting since the last one.
   // Only for a costly drafter: a free one loses nothing by drafting.
   bool wants_plain_step() const {
     return adaptive_ && costly_drafter() && (plain_steps_.seconds == 0 || drafted_since_plain_ >= 32);
   }
-  // Plain steps to take without drafting after the planner chose a plain
-  // step, so that failed drafting costs at most about `share` of the decode
-  // time: the measured draft time over share x one decode step (0 when
-  // drafting is free, at most 512).
-  int steps_to_skip(double share = 0.05) const;
 
  private:
   int draft_max_;
   bool adaptive_;
   std::vector<double> hits_, misses_;  // per draft position: decayed counts of outcomes
   std::vector<double> time_;          // EMA of seconds per forward size (0 = not measured)
-  double draft_time_ = 0;             // EMA of seconds per draft
+  double draft_time_ = 0;             // EMA of seconds per draft (soon after the last one)
+  double catch_up_ = 0;               // EMA of seconds per missed position (drafts after a pause)
   struct StepRate {
     double tokens = 0, seconds = 0;  // EMAs per step
   } drafted_steps_, plain_steps_;
   int drafted_since_plain_ = 0;
+  double elapsed_ = 0, loss_ = 0;  // decode seconds so far; drafted steps' seconds over plain's
 };
 
 }  // namespace pocket

@@ -66,12 +66,14 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
   }
 
   {  // the drafter's one-time catch-up on the prompt: part of the prompt's
-     // time (and of drafting's), not planned as the cost of a draft
+     // time (and of drafting's), not planned as the cost of a draft, but
+     // the planner's first estimate of catching up after a pause
     auto td = Clock::now();
     drafter.prepare(input);
     const double dt = seconds_since(td);
     st.draft_seconds += dt;
     r.prefill_seconds += dt;
+    planner.record_catch_up(dt, static_cast<int>(input.size()));
   }
   TextStream stream(tok, opt.stop_strings);
   std::vector<int32_t> history(input.begin(), input.end());
@@ -124,7 +126,9 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
   t0 = Clock::now();
   std::vector<int32_t> draft, block;
   constexpr int kMaxBackoff = 32;
-  int backoff = 0, skip = 0;
+  int backoff = 0, skip = 0;  // a free drafter's pause after a plain choice: steps left
+  bool paused = false;        // a costly drafter's pause: drafts only within the planner's loss budget
+  size_t drafted_at = input.size();  // the history's length at the last draft (prepare() caught up on the prompt)
   bool explore = false;  // the first draft after a pause may be verified even when speculation measures as losing
   int32_t next = -1;
   if (matcher && matcher->complete() && opt.max_tokens > 0) {
@@ -151,23 +155,33 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     // Draft, then choose how much of it to verify: it must leave room for
     // the bonus token within max_tokens and fit the context.
     const int room = std::min(opt.max_tokens - static_cast<int>(r.tokens.size()) - 1, session.context_size() - cached - 1);
-    // While the planner keeps choosing plain steps, drafting is skipped for
-    // a growing number of steps (then tried again), and for at least as many
-    // steps as keep a costly drafter's failed drafts near 5% of the decode
-    // time, so poor drafts cost next to nothing.
+    // While the planner keeps choosing plain steps, a free drafter (lookup)
+    // skips drafting for a growing number of steps (then tries again); a
+    // costly one (a draft model) drafts again only while the loss of all its
+    // drafting so far is within the planner's budget (2% of the decode
+    // time), so poor drafts cost next to nothing. A paused step is a plain
+    // step: no draft, no catch-up of the drafter (it catches up on the
+    // tokens it missed when it drafts again). The planner's clock is wall
+    // time: reading the process's CPU clock instead (a syscall) cost ~4% of
+    // pocket-mini's decode and doubled its context switches.
     const auto t_step = Clock::now();
     bool drafted_now = false;
     draft.clear();
+    // A costly drafter pauses as soon as no block, even a full draft, is
+    // expected to pay (before paying for the draft).
+    if (skip == 0 && !paused && planner.costly_drafter() && (planner.choose(room) == 0 || planner.speculation_loses()))
+      paused = explore = true;
     if (skip > 0) {
       --skip;
-    } else if (!planner.wants_plain_step()) {
+    } else if ((!paused || planner.may_explore(static_cast<int>(history.size() - drafted_at))) && !planner.wants_plain_step()) {
       drafted_now = true;
-      auto td = Clock::now();
+      const auto td = Clock::now();
       drafter.draft(history, planner.draft_request(room), draft);
       if (matcher) trim_to_constraint(*matcher, tok, draft);
       const double dt = seconds_since(td);
       st.draft_seconds += dt;
-      planner.record_draft_time(dt);
+      planner.record_draft_time(dt, static_cast<int>(history.size() - drafted_at));
+      drafted_at = history.size();
     }
     int k = planner.choose(std::min(static_cast<int>(draft.size()), room));
     // Steps with drafting measured slower per token than plain ones, end to
@@ -176,13 +190,14 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     if (drafted_now) explore = false;
     if (!draft.empty()) {
       backoff = k > 0 ? 0 : std::min(2 * backoff + 1, kMaxBackoff);
-      skip = k > 0 ? 0 : std::max(backoff, planner.steps_to_skip());
-      explore = skip > 0;
+      paused = k == 0 && planner.costly_drafter();
+      skip = k > 0 || paused ? 0 : backoff;
+      explore = skip > 0 || paused;
     }
     block.assign(1, next);
     block.insert(block.end(), draft.begin(), draft.begin() + k);
 
-    auto tv = Clock::now();
+    const auto tv = Clock::now();
     std::span<float> rows = session.verify(block);
     const double dt = seconds_since(tv);
     st.verify_seconds += dt;

@@ -35,13 +35,18 @@ TEST(BenchCli, JsonHasTheReportedFields) {
                         &rc);
   ASSERT_EQ(rc, 0) << out;
   nlohmann::json j = nlohmann::json::parse(out);
-  for (const char* key : {"model", "format", "arch", "weights", "file_size_bytes", "threads", "prompt_tokens",
+  for (const char* key : {"model", "format", "arch", "weights", "file_size_bytes", "threads", "kernels", "prompt_tokens",
                           "gen_tokens", "runs", "load_to_first_token_s", "prefill_tok_s", "decode_tok_s",
                           "baseline_rss_mb", "peak_rss_mb", "peak_rss_increase_mb", "bytes_per_token",
                           "kv_bytes_per_token", "bandwidth_bytes_s", "bandwidth_fraction", "roofline_tok_s",
                           "cpu_s_per_inference", "energy_j", "energy_source", "watts_per_core", "battery_fraction",
                           "bandwidth_probes_bytes_s", "bandwidth_probes", "bandwidth_interleaved"})
     EXPECT_TRUE(j.contains(key)) << key;
+  // The kernel level that ran, by its POCKET_ISA name.
+  const std::string isa = j["kernels"].get<std::string>();
+  EXPECT_TRUE(isa == "scalar" || isa == "avx2" || isa == "avxvnni" || isa == "avx512" || isa == "neon" ||
+              isa == "dotprod" || isa == "i8mm")
+      << isa;
   // One bandwidth probe per measured run, the reported figure their median.
   EXPECT_EQ(j["bandwidth_probes"], 2);
   EXPECT_EQ(j["bandwidth_bytes_s"], j["bandwidth_probes_bytes_s"]["median"]);

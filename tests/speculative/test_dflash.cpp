@@ -32,6 +32,14 @@ using test::Draft;
 using test::prompt_tokens;
 const LoadedModel& target() { return test::dflash_target(); }
 
+// A random-weight draft for the target, written into `dir` and loaded.
+std::shared_ptr<const DFlashDraft> random_draft(const test::TempDir& dir, uint64_t seed) {
+  const ModelConfig& c = target().model->config();
+  Draft d(c.dim, seed);
+  d.write(dir.path(), c.dim);
+  return std::make_shared<const DFlashDraft>(dir.path(), c);
+}
+
 using test::matvec;
 using test::reference_logits;
 using test::rmsnorm;
@@ -105,11 +113,8 @@ TEST(DFlash, DraftLogitsMatchTheFloat64Reference) {
 // constraint.
 TEST(DFlash, GreedySpeculativeOutputEqualsPlain) {
   const LoadedModel& m = target();
-  const ModelConfig& c = m.model->config();
   test::TempDir dir;
-  Draft d(c.dim, 11);
-  d.write(dir.path(), c.dim);
-  auto draft = std::make_shared<const DFlashDraft>(dir.path(), c);
+  auto draft = random_draft(dir, 11);
   Session s(m.model, m.tokenizer, 96, test::emulated() ? 1 : 2);  // threads spin badly under qemu
   DFlashDrafter drafter(draft, s);
   const int drafted = test::expect_greedy_as_plain(s, drafter, test::emulated() ? 2 : 4, 40);
@@ -126,6 +131,77 @@ TEST(DFlash, GreedySpeculativeOutputEqualsPlain) {
                                                  cases, 24, {1, 4})
             .drafted;
   EXPECT_GT(constrained_drafted, 0);
+}
+
+// Drafting paused and resumed (what the planner does when speculation
+// loses): the drafter is not called while paused, so the first draft after
+// a pause catches up on every position it missed from the taps the target
+// wrote meanwhile. Its block logits equal those of a fresh drafter that
+// caught up on the same history in one go (tolerance 1e-5 of the largest
+// |logit|: the same rows, batched differently), and greedy output with
+// drafting on every 5th step only equals plain. Fails if a paused step
+// skipped the taps a later catch-up reads.
+TEST(DFlash, DraftingResumedAfterAPauseCatchesUpAndStaysLossless) {
+  const LoadedModel& m = target();
+  test::TempDir dir;
+  auto draft = random_draft(dir, 23);
+  const int threads = test::emulated() ? 1 : 2;
+  Session s(m.model, m.tokenizer, 96, threads);
+  DFlashDrafter drafter(draft, s);
+  // Drafts only on every 5th call: the steps between are plain.
+  struct Intermittent : Drafter {
+    DFlashDrafter& inner;
+    int calls = 0;
+    explicit Intermittent(DFlashDrafter& d) : inner(d) {}
+    const char* name() const override { return "intermittent"; }
+    void prepare(std::span<const int32_t> h) override { inner.prepare(h); }
+    void draft(std::span<const int32_t> h, int max, std::vector<int32_t>& out) override {
+      out.clear();
+      if (calls++ % 5 == 4) inner.draft(h, max, out);
+    }
+  } intermittent(drafter);
+  GenerateOptions o;
+  o.max_tokens = 30;
+  o.sampling.temperature = 0;
+  o.stop_at_eos = false;
+  int drafted = 0;
+  for (int i = 0; i < 3; ++i) {
+    const auto in = prompt_tokens(4 + 3 * i, 90 + static_cast<uint64_t>(i));
+    s.reset();
+    const auto want = s.generate(in, o);
+    SpeculativeStats st;
+    s.reset();
+    intermittent.calls = 0;
+    const auto got = generate_speculative(s, intermittent, in, o, {4, false}, {}, &st);
+    EXPECT_EQ(got.tokens, want.tokens) << "prompt " << i;
+    drafted += st.drafted;
+  }
+  EXPECT_GT(drafted, 0);
+  // After a run the drafter last caught up at its last draft; the positions
+  // run since (plain steps, and the verified block) exist only as the taps
+  // the target wrote while running them. Its next block catches up on them
+  // and must equal a fresh drafter's on a session that prefilled the same
+  // tokens at once.
+  const auto in = prompt_tokens(9, 97);
+  o.max_tokens = 23;
+  s.reset();
+  intermittent.calls = 0;
+  const auto run = generate_speculative(s, intermittent, in, o, {4, false});
+  std::vector<int32_t> history(in.begin(), in.end());
+  history.insert(history.end(), run.tokens.begin(), run.tokens.end());  // the last one is the anchor, not run
+  ASSERT_EQ(s.cached_tokens().size() + 1, history.size());
+  const std::vector<float> resumed = drafter.block_logits(history);
+  Session fresh_session(m.model, m.tokenizer, 96, threads);
+  DFlashDrafter fresh(draft, fresh_session);
+  fresh_session.prefill(std::span<const int32_t>(history).first(history.size() - 1));
+  const std::vector<float>& once = fresh.block_logits(history);
+  ASSERT_EQ(resumed.size(), once.size());
+  float scale = 0, worst = 0;
+  for (size_t j = 0; j < once.size(); ++j) {
+    scale = std::max(scale, std::abs(once[j]));
+    worst = std::max(worst, std::abs(once[j] - resumed[j]));
+  }
+  EXPECT_LE(worst, 1e-5f * scale) << "largest |logit| " << scale;
 }
 
 // The DFlash draft trained for pocket-mini (tools/train, f16 safetensors):

@@ -282,15 +282,47 @@ TEST(Speculative, PlannerFallsBackToPlainWhenDraftsFailAndGrowsBlocksWhenTheyHit
   for (int n = 1; n <= 17; ++n) slow.record_time(n, static_cast<double>(n));  // verify costs k decode steps
   for (int i = 0; i < 40; ++i) slow.record_acceptance(8, 6);
   EXPECT_EQ(slow.choose(16), 0) << "no block can beat decoding when a verify costs k steps and some drafts fail";
-  // A drafter that costs 4 decode steps: after a plain choice, drafting
-  // pauses for 4 / 5% = 80 steps; a free one (lookup) pauses for none.
+  // The loss budget: drafted steps add their time over what plain decoding
+  // takes for their tokens; while paused, a costly drafter explores only
+  // when that loss plus the next draft's expected cost is within 2% of the
+  // decode time. A drafter costing one decode step whose drafts all fail:
+  // one draft per 100 plain steps.
   BlockPlanner costly(16, true);
   for (int n = 1; n <= 17; ++n) costly.record_time(n, 1.0);
-  EXPECT_EQ(costly.steps_to_skip(), 0);
-  for (int i = 0; i < 200; ++i) costly.record_draft_time(4.0);
-  EXPECT_NEAR(costly.steps_to_skip(), 80, 1);
-  for (int i = 0; i < 200; ++i) costly.record_draft_time(1e3);
-  EXPECT_EQ(costly.steps_to_skip(), 512);
+  EXPECT_TRUE(costly.may_explore(0)) << "a free drafter always may";
+  costly.record_draft_time(1.0, 0);
+  costly.record_step(false, 1, 1.0);
+  costly.record_step(true, 1, 2.0);  // a failed draft: one token in two steps' time
+  EXPECT_DOUBLE_EQ(costly.loss(), 1.0);
+  EXPECT_FALSE(costly.may_explore(1));
+  EXPECT_TRUE(costly.speculation_loses()) << "the running loss is over budget";
+  int plain_steps = 0;
+  while (!costly.may_explore(0)) costly.record_step(false, 1, 1.0), ++plain_steps;
+  EXPECT_EQ(plain_steps, 97) << "loss 1 and a draft of 1 are 2% of 100 steps' time (3 so far)";
+  // A draft after 50 missed positions took 1 + 50 x 0.5: catching up costs
+  // half a step per position, more than the 2% the budget grows by per
+  // step, so a pause long enough to afford a draft never comes.
+  costly.record_draft_time(26.0, 50);
+  EXPECT_FALSE(costly.may_explore(200));
+  for (int i = 0; i < 100000; ++i) costly.record_step(false, 1, 1.0);
+  EXPECT_FALSE(costly.may_explore(100000 + 200));
+  EXPECT_TRUE(costly.may_explore(0)) << "the draft alone would fit";
+  costly.record_step(true, 4, 2.0);  // a paying draft: 4 tokens in two steps' time
+  EXPECT_DOUBLE_EQ(costly.loss(), -1.0);
+  // The prompt's catch-up (prepare) gives the first estimate, so not even
+  // one exploring draft is made where catching up would exceed the budget.
+  BlockPlanner prompt(16, true);
+  for (int n = 1; n <= 17; ++n) prompt.record_time(n, 1.0);
+  prompt.record_catch_up(50.0, 100);  // half a step per position
+  prompt.record_draft_time(1.0, 0);
+  for (int i = 0; i < 1000; ++i) prompt.record_step(false, 1, 1.0);
+  EXPECT_TRUE(prompt.may_explore(0));
+  EXPECT_FALSE(prompt.may_explore(1000));
+  // One outlier (a preempted step) moves a measured time by at most 3x.
+  BlockPlanner noisy(16, true);
+  noisy.record_time(1, 1.0);
+  noisy.record_time(1, 100.0);
+  EXPECT_DOUBLE_EQ(noisy.cost(1), 0.8 + 0.2 * 3.0);
   // Acceptance per position (a block draft's later positions are weaker):
   // the first draft always right and the second always wrong give blocks
   // of one, and the drafter is asked for one more token than that.
