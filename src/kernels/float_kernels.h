@@ -28,34 +28,55 @@ typename V::F load_w(const uint8_t* row, int64_t k) {
   return V::load_bf16(row + 2 * k);
 }
 
-template <class V, DType D, int T>
-void float_row(const MatmulJob& job, int64_t r, int t0) {
+// Rows per pass: traits with registers for R x T accumulators say so
+// (Avx512: 4); each row and token keeps its own accumulator, summed in the
+// same order whatever R and T are, so R changes no bit of the result.
+template <class V>
+constexpr int float_rows_per_pass() {
+  if constexpr (requires { V::kFloatRows; }) return V::kFloatRows;
+  return 1;
+}
+
+// Rows [r, r + R) x tokens [t0, t0 + T): each 16-column weight chunk of the
+// R rows is loaded and widened once, each activation chunk once per step.
+template <class V, DType D, int R, int T>
+void float_rows(const MatmulJob& job, int64_t r, int t0) {
   const int64_t cols = job.cols, rows = job.rows;
   const int esz = D == DType::F32 ? 4 : 2;
-  const uint8_t* row = job.w + r * cols * esz;
-  typename V::F acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = V::zero_f();
+  const uint8_t* row[R];
+  for (int i = 0; i < R; ++i) row[i] = job.w + (r + i) * cols * esz;
+  typename V::F acc[R][T];
+  for (auto& a : acc)
+    for (auto& v : a) v = V::zero_f();
   int64_t k = 0;
   for (; k + 16 <= cols; k += 16) {
-    typename V::F wv = load_w<V, D>(row, k);
-    for (int t = 0; t < T; ++t) acc[t] = V::fma(wv, V::load_f32(job.x + (t0 + t) * cols + k), acc[t]);
-  }
-  for (int t = 0; t < T; ++t) {
-    float s = V::hsum(acc[t]);
-    for (int64_t j = k; j < cols; ++j) {  // tail columns
-      float wj = D == DType::F32   ? reinterpret_cast<const float*>(row)[j]
-                 : D == DType::F16 ? V::half(row + 2 * j)
-                                   : bf16_to_float(row + 2 * j);
-      s += wj * job.x[(t0 + t) * cols + j];
+    typename V::F wv[R];
+    for (int i = 0; i < R; ++i) wv[i] = load_w<V, D>(row[i], k);
+    for (int t = 0; t < T; ++t) {
+      const typename V::F xv = V::load_f32(job.x + (t0 + t) * cols + k);
+      for (int i = 0; i < R; ++i) acc[i][t] = V::fma(wv[i], xv, acc[i][t]);
     }
-    job.y[static_cast<int64_t>(t0 + t) * rows + r] = s;
   }
+  for (int i = 0; i < R; ++i)
+    for (int t = 0; t < T; ++t) {
+      float s = V::hsum(acc[i][t]);
+      for (int64_t j = k; j < cols; ++j) {  // tail columns
+        float wj = D == DType::F32   ? reinterpret_cast<const float*>(row[i])[j]
+                   : D == DType::F16 ? V::half(row[i] + 2 * j)
+                                     : bf16_to_float(row[i] + 2 * j);
+        s += wj * job.x[(t0 + t) * cols + j];
+      }
+      job.y[static_cast<int64_t>(t0 + t) * rows + r + i] = s;
+    }
 }
 
 template <class V, DType D>
 void matmul_float(const MatmulJob& job, int64_t r0, int64_t r1) {
-  for (int64_t r = r0; r < r1; ++r)
-    for_token_tiles(job.n, [&]<int T>(int t0) { float_row<V, D, T>(job, r, t0); });
+  constexpr int R = float_rows_per_pass<V>();
+  int64_t r = r0;
+  for (; r + R <= r1; r += R)
+    for_token_tiles(job.n, [&]<int T>(int t0) { float_rows<V, D, R, T>(job, r, t0); });
+  for (; r < r1; ++r) for_token_tiles(job.n, [&]<int T>(int t0) { float_rows<V, D, 1, T>(job, r, t0); });
 }
 
 template <class V>

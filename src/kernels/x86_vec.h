@@ -23,6 +23,7 @@ inline float half_to_float(const uint8_t* p) { return _cvtsh_ss(static_cast<uint
 
 #if defined(__AVX512F__) && defined(__AVX512VNNI__)
 struct Avx512 {
+  static constexpr int kFloatRows = 4;  // float_kernels.h: 4 rows x 4 tokens of accumulators
   using I = __m512i;  // 16 x int32 (or 64 x int8)
   using F = __m512;   // 16 x float
   // u8 x s8 dot of 8-bit weights needs w + 128 (xor): correct by 128 * sum(x).
