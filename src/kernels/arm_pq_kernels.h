@@ -53,7 +53,7 @@ void pq_tile_arm(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0
       const int8_t* x[T];
       for (int t = 0; t < T; ++t) x[t] = a.row(t0 + t) + b * kActBlock;
       int32x4_t iacc[T][4];
-      prefetch_weights(blk + hdr + sub * sub_bytes, sub_bytes);
+      if constexpr (T == 1) prefetch_weights(blk + hdr + sub * sub_bytes, sub_bytes);
       Dot::template block<Q4, T>(blk + hdr + sub * sub_bytes, x, iacc);
       for (int t = 0; t < T; ++t) {
         const float32x4_t dx = vdupq_n_f32(a.scales(t0 + t)[b]);

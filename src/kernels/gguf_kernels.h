@@ -120,7 +120,7 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
     // nibbles, value d * code + m; Q8_0: 32 int8 codes, value d * code.
     // The offsets go to corr as offset * S[b], negated (y = dots - corr).
     for (int64_t b0 = 0; b0 < nsb; b0 += 8) {
-      prefetch_weights(row + b0 * kGgufBytes<Type>, 8 * kGgufBytes<Type>);
+      if constexpr (T == 1) prefetch_weights(row + b0 * kGgufBytes<Type>, 8 * kGgufBytes<Type>);
       unroll<8>([&](auto j) {
         const int64_t b = b0 + j;
         if (b >= nsb) return;
@@ -150,7 +150,7 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
   } else {
     for (int64_t sb = 0; sb < nsb; ++sb) {
       const uint8_t* blk = row + sb * kGgufBytes<Type>;
-      prefetch_weights(blk, kGgufBytes<Type>);
+      if constexpr (T == 1) prefetch_weights(blk, kGgufBytes<Type>);
       const int64_t b0 = sb * kBlocks;
       if constexpr (Type == DType::Q4_K || Type == DType::Q5_K) {
         // d, dmin, scales[12], (Q5_K: qh[32]), qs[128]: bytes 32p..32p+31 of

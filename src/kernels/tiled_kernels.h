@@ -54,7 +54,7 @@ void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0) {
       for (int t = 0; t < T; ++t) iacc[t] = V::zero_i();
       if constexpr (Q4) {
         for (int c = 0; c < 4; ++c) {  // 4 chunks x 8 columns
-          prefetch_weights(data + (sub * 4 + c) * 64);
+          if constexpr (T == 1) prefetch_weights(data + (sub * 4 + c) * 64);
           typename V::I wv = V::load(data + (sub * 4 + c) * 64);
           typename V::I lo = V::low_nibbles(wv), hi = V::high_nibbles(wv);
           for (int t = 0; t < T; ++t) {
@@ -65,7 +65,7 @@ void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0) {
         }
       } else {
         for (int c = 0; c < 8; ++c) {  // 8 chunks x 4 columns
-          prefetch_weights(data + (sub * 8 + c) * 64);
+          if constexpr (T == 1) prefetch_weights(data + (sub * 8 + c) * 64);
           typename V::I wv = V::load(data + (sub * 8 + c) * 64);
           for (int t = 0; t < T; ++t) iacc[t] = V::dot_s8s8(iacc[t], wv, V::bcast4(a.row(t0 + t) + k0 + c * 4));
         }
