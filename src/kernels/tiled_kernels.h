@@ -90,14 +90,9 @@ void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0) {
   const int64_t rows = job.rows;
   const int valid = static_cast<int>(std::min<int64_t>(pq::kTileRows, rows - row0));
   for (int t = 0; t < T; ++t) {
-    float* y = job.y + static_cast<int64_t>(t0 + t) * rows + row0;
-    if (valid == pq::kTileRows) {
-      V::store(y, acc[t]);
-      continue;
-    }
     float out[pq::kTileRows];
     V::store(out, acc[t]);
-    std::copy(out, out + valid, y);
+    std::copy(out, out + valid, job.y + static_cast<int64_t>(t0 + t) * rows + row0);
   }
 }
 
