@@ -47,6 +47,13 @@ std::optional<uint64_t> proc_status_kb(const char* field) { return proc_kb("/pro
 
 std::optional<uint64_t> pss_kb() { return proc_kb("/proc/self/smaps_rollup", "Pss"); }
 
+std::optional<uint64_t> pss_memory_kb() {
+  const auto anon = proc_kb("/proc/self/smaps_rollup", "Pss_Anon");
+  const auto shmem = proc_kb("/proc/self/smaps_rollup", "Pss_Shmem");
+  if (!anon || !shmem) return std::nullopt;
+  return *anon + *shmem;
+}
+
 double rss_mb(const char* field) {
   auto kb = proc_status_kb(field);
   if (!kb) fail("/proc/self/status: no ", field, " field");

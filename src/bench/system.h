@@ -12,6 +12,11 @@ std::optional<uint64_t> proc_status_kb(const char* field);
 // mappings counts 1/k in each): what the process holds when pages are
 // shared copy-on-write. nullopt where not readable.
 std::optional<uint64_t> pss_kb();
+// The anonymous and shared-memory part of it (Pss_Anon + Pss_Shmem): the
+// process's own data and memfd/shm mappings, without file-backed pages,
+// whose share moves whenever another process maps or unmaps the same
+// libraries or files (parallel test runs).
+std::optional<uint64_t> pss_memory_kb();
 // The same field in MiB; throws when it is absent.
 double rss_mb(const char* field);
 // Resets VmHWM to the current RSS (Linux clear_refs "5"); false where the
