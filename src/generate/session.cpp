@@ -1,5 +1,6 @@
 #include "generate/session.h"
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -103,6 +104,7 @@ std::string Session::snapshot(const std::vector<int32_t>& conversation) const {
 std::vector<int32_t> Session::restore(const uint8_t* data, size_t size, const std::string& source) {
   SessionState s = read_session_state(data, size, source, *model_, ctx_.cache);
   cached_ = std::move(s.cached);
+  zero_taps_of_cached();
   return std::move(s.conversation);
 }
 
@@ -110,6 +112,7 @@ bool Session::adopt(const KVImage& image, const std::vector<int32_t>& tokens) {
   if (image.size() != static_cast<int>(tokens.size())) fail("adopt: an image of ", image.size(), " positions for ", tokens.size(), " tokens");
   if (!ctx_.cache.adopt(image)) return false;
   cached_ = tokens;
+  zero_taps_of_cached();
   return true;
 }
 
@@ -185,6 +188,16 @@ void Session::enable_hidden_taps(std::vector<int> layers) {
   ctx_.tap_layers = std::move(layers);
   ctx_.tap_out = taps_.get();
   reset();
+}
+
+// Positions cached without a forward pass here (a restored state, an adopted
+// prefix) have no hidden states: their tap rows are zeros, never the
+// buffer's uninitialized contents (a draft conditioned on them drafts
+// poorly, verification keeps the output exact).
+void Session::zero_taps_of_cached() {
+  if (!taps_) return;
+  const size_t row = ctx_.tap_layers.size() * static_cast<size_t>(model_->config().dim);
+  std::fill(taps_.get(), taps_.get() + cached_.size() * row, 0.0f);
 }
 
 const float* Session::hidden_taps(int pos) const {

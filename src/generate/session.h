@@ -148,6 +148,7 @@ class Session {
   std::vector<float> logits_;
   std::vector<float> block_logits_;  // verify()'s rows
   std::unique_ptr<float[]> taps_;    // enable_hidden_taps(): capacity x layers x dim
+  void zero_taps_of_cached();
 };
 
 }  // namespace pocket

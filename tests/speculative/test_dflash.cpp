@@ -74,6 +74,28 @@ TEST(DFlash, HiddenTapsAreBatchInvariantAndTheLastOneGivesTheLogits) {
   EXPECT_THROW(s.enable_hidden_taps({c.n_layers}), Error);
 }
 
+// Positions cached without a forward pass in this session (a loaded state)
+// have zero taps, not the rows an earlier prompt left in the buffer (nor
+// uninitialized memory).
+TEST(DFlash, TapsOfALoadedStateAreZerosNotAnEarlierPromptsRows) {
+  const LoadedModel& m = target();
+  const ModelConfig& c = m.model->config();
+  test::TempDir dir;
+  const std::string path = dir.path() + "/s.state";
+  {
+    Session a(m.model, m.tokenizer, 64, 2);
+    a.prefill(prompt_tokens(12, 7));
+    a.save_state(path);
+  }
+  Session s(m.model, m.tokenizer, 64, 2);
+  s.enable_hidden_taps({0, c.n_layers - 1});
+  s.prefill(prompt_tokens(12, 5));  // writes the tap rows of positions 0..11
+  s.load_state(path);
+  const size_t n = 2 * static_cast<size_t>(c.dim);
+  for (int p = 0; p < 12; ++p)
+    EXPECT_EQ(std::vector<float>(s.hidden_taps(p), s.hidden_taps(p) + n), std::vector<float>(n, 0.0f)) << p;
+}
+
 // Pocket's draft logits against the float64 reference (tolerance 1e-3
 // absolute on logits of magnitude ~1: float32 accumulation only; the draft
 // and target weights are f32), at several context lengths.
