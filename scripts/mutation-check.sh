@@ -91,6 +91,14 @@ if [ "$arch" = x86 ]; then
   mutation avxvnni-pq8-rows8-15-unflipped src/kernels/x86_vec.h \
     'return dot_u8s8(acc, {flip(w.a), flip(w.b)}, x);' \
     'return dot_u8s8(acc, {flip(w.a), w.b}, x);'
+  # PQ5's fifth bits (x86_vec.h): AVX-512 takes the plane bit one above for
+  # chunks 2-3 (bits 5-7); AVX2 lets the neighbouring plane bit through.
+  mutation avx512-pq5-plane-bit src/kernels/x86_vec.h \
+    'if constexpr (S > 4) moved = _mm512_srli_epi16(plane, S - 4);' \
+    'if constexpr (S > 4) moved = _mm512_srli_epi16(plane, S - 3);'
+  mutation avx2-pq5-plane-mask src/kernels/x86_vec.h \
+    'return _mm256_or_si256(nib, _mm256_and_si256(moved, _mm256_set1_epi8(0x10)));' \
+    'return _mm256_or_si256(nib, _mm256_and_si256(moved, _mm256_set1_epi8(0x30)));'
   # Off-by-one indices in the PQ tile: AVX2 PQ4 high-nibble activations one
   # column early; AVX-512 PQ8 chunk c dotted with chunk c+1's activations.
   mutation avx2-pq4-column-off-by-one src/kernels/tiled_kernels.h \
@@ -182,6 +190,11 @@ else
   mutation dotprod-gemm-high-nibble-columns src/kernels/arm_pq_gemm.h \
     'dots(std::integral_constant<int, 2 * C + 1>{}' \
     'dots(std::integral_constant<int, 2 * C>{}'
+  # PQ5 on every ARM level (arm_vec.h): the last chunk's high nibbles take
+  # plane bit 6 instead of 7.
+  mutation arm-pq5-plane-bit7 src/kernels/arm_vec.h \
+    'vdupq_n_s8(static_cast<int8_t>(4 - s))' \
+    'vdupq_n_s8(static_cast<int8_t>(s == 7 ? -2 : 4 - s))'
   # NEON element-wise ops (ops_neon.cpp, every ARM level).
   mutation neon-rmsnorm-eps-x2 src/kernels/ops_neon.cpp \
     'std::sqrt(ss / static_cast<float>(n) + eps)' \

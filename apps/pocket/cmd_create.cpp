@@ -36,7 +36,7 @@ void add_create(CLI::App& app, int& rc) {
   sub->add_option("--preset", a->preset, "pocket-0.3b, qwen3-0.6b, gemma3-270m, tiny-llama, tiny-qwen2, tiny-qwen3 or tiny-gemma3")->required();
   sub->add_option("-o,--output", a->out, "Pocket file to write")->required();
   sub->add_option("--seed", a->seed, "Seed of the synthetic weights (default 1)");
-  sub->add_option("--weights", a->weights, "Weight type: q4, q8 or f16 (default q4)");
+  sub->add_option("--weights", a->weights, "Weight type: q4, q5, q8 or f16 (default q4)");
   sub->add_option("--group", a->group, "Quantization group size: 32, 64 or 128 (default 64)");
   sub->add_option("--tokenizer", a->tokenizer,
                   "tokenizer.json or a folder with it: use this real vocabulary (and its chat template); the model's "

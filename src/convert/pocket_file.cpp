@@ -16,10 +16,11 @@ namespace pocket::convert {
 
 DType parse_weight_type(const std::string& s, const std::string& option, bool allow_f32) {
   if (s == "q4") return DType::PQ4;
+  if (s == "q5") return DType::PQ5;
   if (s == "q8") return DType::PQ8;
   if (s == "f16") return DType::F16;
   if (s == "f32" && allow_f32) return DType::F32;
-  fail(option, ": '", s, "' is not a supported type (", allow_f32 ? "q4, q8, f16 or f32" : "q4, q8 or f16", ")");
+  fail(option, ": '", s, "' is not a supported type (", allow_f32 ? "q4, q5, q8, f16 or f32" : "q4, q5, q8 or f16", ")");
 }
 
 int parse_group(int group, const std::string& option) {
@@ -55,7 +56,7 @@ void add_streamed_tensor(GgufWriter& w, const std::string& name, DType type, std
                          RowSource source, std::function<void(uint64_t)> on_done) {
   const int64_t cols = shape.empty() ? 1 : shape.back();
   const int64_t rows = shape.size() >= 2 ? shape[0] : 1;
-  const bool pq = type == DType::PQ4 || type == DType::PQ8;
+  const bool pq = is_pq(type);
   const int tensor_group = pq ? group : 0;
   // ~4 MB of f32 per chunk; PQ chunks must cover whole 16-row tiles so that
   // each chunk's bytes are exactly that stretch of the tensor.

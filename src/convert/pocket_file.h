@@ -14,7 +14,7 @@
 
 namespace pocket::convert {
 
-// "q4" -> PQ4, "q8" -> PQ8, "f16" -> F16, "f32" -> F32 (when allow_f32).
+// "q4" -> PQ4, "q5" -> PQ5, "q8" -> PQ8, "f16" -> F16, "f32" -> F32 (when allow_f32).
 // `option` names the command-line option in the error message.
 DType parse_weight_type(const std::string& s, const std::string& option, bool allow_f32 = true);
 // Checks a PQ group size (32, 64 or 128).

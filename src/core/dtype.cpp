@@ -16,7 +16,7 @@ constexpr Info kInfos[] = {
     {DType::F32, "F32"},   {DType::F16, "F16"}, {DType::BF16, "BF16"}, {DType::Q8_0, "Q8_0"},
     {DType::Q4_0, "Q4_0"}, {DType::PQ4, "PQ4"}, {DType::PQ8, "PQ8"},   {DType::Q4_1, "Q4_1"},
     {DType::Q5_0, "Q5_0"}, {DType::Q5_1, "Q5_1"}, {DType::Q2_K, "Q2_K"}, {DType::Q3_K, "Q3_K"},
-    {DType::Q4_K, "Q4_K"}, {DType::Q5_K, "Q5_K"}, {DType::Q6_K, "Q6_K"}, {DType::Q8_K, "Q8_K"},
+    {DType::Q4_K, "Q4_K"}, {DType::Q5_K, "Q5_K"}, {DType::Q6_K, "Q6_K"}, {DType::Q8_K, "Q8_K"}, {DType::PQ5, "PQ5"},
 };
 }  // namespace
 
@@ -52,6 +52,7 @@ int dtype_block_elems(DType t, int group) {
     case DType::Q8_K:
       return kQK_K;
     case DType::PQ4:
+    case DType::PQ5:
     case DType::PQ8:
       return pq::valid_group(group) ? group : 0;
   }
@@ -89,6 +90,8 @@ int dtype_block_bytes(DType t, int group) {
       return 4 + 256 + 32;
     case DType::PQ4:  // per row: nibbles + fp16 scale + fp16 offset (see core/pq_format.h)
       return pq::valid_group(group) ? group / 2 + 4 : 0;
+    case DType::PQ5:  // per row: nibbles + fifth bits + fp16 scale + fp16 offset
+      return pq::valid_group(group) ? group / 2 + group / 8 + 4 : 0;
     case DType::PQ8:  // per row: int8 + fp16 scale
       return pq::valid_group(group) ? group + 2 : 0;
   }
@@ -100,7 +103,7 @@ uint64_t dtype_row_bytes(DType t, uint64_t n, int group) {
   if (be <= 0) fail("tensor type ", dtype_name(t), ": invalid group size ", group, " (PQ types take 32, 64 or 128)");
   uint64_t blocks = n / static_cast<uint64_t>(be);
   if (n % static_cast<uint64_t>(be) != 0) {
-    if (t == DType::PQ4 || t == DType::PQ8) {
+    if (is_pq(t)) {
       ++blocks;  // PQ types pad the tail group of each row
     } else {
       fail("row of ", n, " elements is not a multiple of the ", dtype_name(t), " block size ", be);
@@ -116,7 +119,7 @@ uint64_t tensor_nbytes(DType t, const std::vector<int64_t>& shape, int group, co
   uint64_t rows = 1;
   for (size_t i = 0; i + 1 < shape.size(); ++i) rows = checked_mul(rows, static_cast<uint64_t>(shape[i]), what);
   // PQ types store whole tiles of rows (see core/pq_format.h).
-  if (t == DType::PQ4 || t == DType::PQ8) rows = checked_add(rows, pq::kTileRows - 1, what) / pq::kTileRows * pq::kTileRows;
+  if (is_pq(t)) rows = checked_add(rows, pq::kTileRows - 1, what) / pq::kTileRows * pq::kTileRows;
   uint64_t row_bytes;
   try {
     row_bytes = dtype_row_bytes(t, static_cast<uint64_t>(shape.back()), group);

@@ -30,10 +30,15 @@ enum class DType : uint8_t {
   Q5_K,  // 176 bytes: as Q4_K plus 32 bytes of 5th bits
   Q6_K,  // 210 bytes: 4-bit low quants, 2-bit high quants, 16 x int8 scales, fp16 d
   Q8_K,  // 292 bytes: f32 d, 256 x int8, 16 x int16 block sums (unused when dequantizing)
+  PQ5,   // Pocket 5-bit: PQ4's layout plus a plane of fifth bits (see src/core/pq_format.h)
 };
 
 // The last enumerator: tables indexed by type have kLastDType + 1 entries.
-inline constexpr DType kLastDType = DType::Q8_K;
+inline constexpr DType kLastDType = DType::PQ5;
+
+// Pocket's own tiled types (PQ4, PQ5, PQ8): a per-tensor group size, rows
+// stored in whole 16-row tiles (src/core/pq_format.h).
+inline constexpr bool is_pq(DType t) { return t == DType::PQ4 || t == DType::PQ5 || t == DType::PQ8; }
 
 // Elements per K-quant super-block.
 inline constexpr int kQK_K = 256;

@@ -116,7 +116,7 @@ constexpr TypeId kTypeIds[] = {
     {DType::Q5_0, gguf_tensor_type::Q5_0}, {DType::Q5_1, gguf_tensor_type::Q5_1}, {DType::Q2_K, gguf_tensor_type::Q2_K},
     {DType::Q3_K, gguf_tensor_type::Q3_K}, {DType::Q4_K, gguf_tensor_type::Q4_K}, {DType::Q5_K, gguf_tensor_type::Q5_K},
     {DType::Q6_K, gguf_tensor_type::Q6_K}, {DType::Q8_K, gguf_tensor_type::Q8_K}, {DType::PQ4, gguf_tensor_type::PQ4},
-    {DType::PQ8, gguf_tensor_type::PQ8},
+    {DType::PQ8, gguf_tensor_type::PQ8}, {DType::PQ5, gguf_tensor_type::PQ5},
 };
 }  // namespace
 
@@ -230,7 +230,7 @@ GgufFile GgufFile::parse(std::shared_ptr<const MappedFile> file) {
     auto dt = dtype_from_gguf(t.type_id);
     if (!dt) fail(what, ": unsupported tensor type id ", t.type_id, " (supported: ", gguf_supported_types(), ")");
     t.type = *dt;
-    if ((t.type == DType::PQ4 || t.type == DType::PQ8) && g.pq_group_ == 0)
+    if (is_pq(t.type) && g.pq_group_ == 0)
       fail(what, ": type ", dtype_name(t.type), " needs pocket.quant.group_size, which is missing");
     t.offset = r.u64("offset of tensor '" + t.name + "'");
     if (t.offset % g.alignment_ != 0)
@@ -370,7 +370,7 @@ TensorView GgufFile::view(const GgufTensorInfo& t) const {
   v.shape = t.shape;
   v.data = tensor_data(t);
   v.nbytes = t.nbytes;
-  v.group = (t.type == DType::PQ4 || t.type == DType::PQ8) ? pq_group() : 0;
+  v.group = is_pq(t.type) ? pq_group() : 0;
   return v;
 }
 

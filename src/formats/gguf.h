@@ -51,6 +51,7 @@ constexpr uint32_t Q8_K = 15;
 constexpr uint32_t BF16 = 30;
 constexpr uint32_t PQ4 = 1024;
 constexpr uint32_t PQ8 = 1025;
+constexpr uint32_t PQ5 = 1026;
 }  // namespace gguf_tensor_type
 
 std::optional<DType> dtype_from_gguf(uint32_t type_id);

@@ -150,7 +150,7 @@ void GgufWriter::write(const std::string& path) const {
   std::vector<std::pair<std::string, GgufMeta>> kv = kv_;
   int group = 0;
   for (const auto& t : tensors_) {
-    if (t.type != DType::PQ4 && t.type != DType::PQ8) continue;
+    if (!is_pq(t.type)) continue;
     if (group != 0 && t.group != group) fail("GGUF writer: PQ tensors with different group sizes (", group, ", ", t.group, ")");
     group = t.group;
   }

@@ -31,7 +31,7 @@ void attach_heads(const std::string& model_path, const std::string& model_hash, 
   for (const GgufTensorInfo& t : g.tensors())
     if (!replaced(t.name))
       w.add_tensor(t.name, t.type, t.shape, g.tensor_data(t), t.nbytes,
-                   t.type == DType::PQ4 || t.type == DType::PQ8 ? g.pq_group() : 0);
+                   is_pq(t.type) ? g.pq_group() : 0);
   for (const Head& h : heads) add_head(w, h);
   w.write(out);
 }

@@ -1,4 +1,4 @@
-// PQ4/PQ8 prefill GEMM for AArch64 with the dot-product extension (n > 1):
+// PQ4/PQ5/PQ8 prefill GEMM for AArch64 with the dot-product extension (n > 1):
 // the dotprod level's kernel (below) and what the i8mm level's smmla GEMM
 // (kernels_i8mm.cpp) shares with it: the interleaved activations
 // (GemmActs), the batch / group-size / row-block driver (pq_gemm) and the
@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/pq_format.h"
+#include "kernels/arm_vec.h"
 #include "kernels/table.h"
 
 namespace pocket::kernels {
@@ -121,10 +122,16 @@ POCKET_GEMM_INLINE inline void store_rows(float* y, const float32x4_t* v, int va
 // Integer dots of one 32-column block for rows [8h, 8h + 8) of the tile and
 // T tokens: iacc[t][j] holds rows 8h + 4j .. 8h + 4j + 3 of token t.
 // `data` is the block's chunks (PQ4: 4 x 64 bytes of 8 nibble columns, low
-// nibbles the first 4; PQ8: 8 x 64 bytes of 4 byte columns); `x` the
-// block's 8 interleaved activation registers.
-template <bool Q4, int T>
+// nibbles the first 4; PQ5: the same, then the 64-byte plane of fifth bits;
+// PQ8: 8 x 64 bytes of 4 byte columns); `x` the block's 8 interleaved
+// activation registers.
+template <int Q, int T>
 POCKET_GEMM_INLINE inline void gemm_block_dot(const uint8_t* data, int h, const int8_t* x, int32x4_t (*iacc)[2]) {
+  [[maybe_unused]] uint8x16_t plane0, plane1;
+  if constexpr (Q == 5) {
+    plane0 = vld1q_u8(data + pq::kPlaneOffset + 32 * h);
+    plane1 = vld1q_u8(data + pq::kPlaneOffset + 32 * h + 16);
+  }
   auto chunk = [&]<int C>(std::integral_constant<int, C>) POCKET_GEMM_INLINE {
     const uint8_t* p = data + C * 64 + 32 * h;
     const uint8x16_t w0 = vld1q_u8(p), w1 = vld1q_u8(p + 16);
@@ -135,31 +142,34 @@ POCKET_GEMM_INLINE inline void gemm_block_dot(const uint8_t* data, int h, const 
         ((iacc[t][1] = vdotq_laneq_s32(iacc[t][1], v1, xv, t)), ...);
       }(std::make_integer_sequence<int, T>{});
     };
-    if constexpr (Q4) {
+    if constexpr (Q != 8) {
       const uint8x16_t mask = vdupq_n_u8(0x0f);
-      dots(std::integral_constant<int, 2 * C>{}, vreinterpretq_s8_u8(vandq_u8(w0, mask)),
-           vreinterpretq_s8_u8(vandq_u8(w1, mask)));
-      dots(std::integral_constant<int, 2 * C + 1>{}, vreinterpretq_s8_u8(vshrq_n_u8(w0, 4)),
-           vreinterpretq_s8_u8(vshrq_n_u8(w1, 4)));
+      uint8x16_t l0 = vandq_u8(w0, mask), l1 = vandq_u8(w1, mask), h0 = vshrq_n_u8(w0, 4), h1 = vshrq_n_u8(w1, 4);
+      if constexpr (Q == 5) {
+        l0 = arm_with_bit(l0, plane0, 2 * C), l1 = arm_with_bit(l1, plane1, 2 * C);
+        h0 = arm_with_bit(h0, plane0, 2 * C + 1), h1 = arm_with_bit(h1, plane1, 2 * C + 1);
+      }
+      dots(std::integral_constant<int, 2 * C>{}, vreinterpretq_s8_u8(l0), vreinterpretq_s8_u8(l1));
+      dots(std::integral_constant<int, 2 * C + 1>{}, vreinterpretq_s8_u8(h0), vreinterpretq_s8_u8(h1));
     } else {
       dots(std::integral_constant<int, C>{}, vreinterpretq_s8_u8(w0), vreinterpretq_s8_u8(w1));
     }
   };
   [&]<int... C>(std::integer_sequence<int, C...>) POCKET_GEMM_INLINE {
     (chunk(std::integral_constant<int, C>{}), ...);
-  }(std::make_integer_sequence<int, Q4 ? 4 : 8>{});
+  }(std::make_integer_sequence<int, Q != 8 ? 4 : 8>{});
 }
 
 // Rows [row0 + 8h, row0 + 8h + 8) x tokens [t0, t0 + T) of token tile k;
 // SUBS = group / 32 blocks per weight group, unrolled.
-template <bool Q4, int T, int SUBS>
+template <int Q, int T, int SUBS>
 __attribute__((optimize("no-schedule-insns"))) void gemm_rows(const MatmulJob& job, const uint8_t* tile,
                                                                int64_t row0, int h, const GemmActs& xa, int k,
                                                                int t0) {
   const int64_t groups = pq::groups_per_row(job.cols, job.group);
   const int64_t gbytes = pq::group_block_bytes(job.type, job.group);
   const int hdr = static_cast<int>(pq::header_bytes(job.type));
-  constexpr int sub_bytes = Q4 ? kActBlock / 2 * pq::kTileRows : kActBlock * pq::kTileRows;
+  constexpr int sub_bytes = pq::sub_block_bytes(Q);
   const int8_t* xq = xa.blocks(k);
   const float* xd = xa.scales(k);
   const float* xs = xa.sums(k);
@@ -177,7 +187,7 @@ __attribute__((optimize("no-schedule-insns"))) void gemm_rows(const MatmulJob& j
     auto block = [&]<int S>(std::integral_constant<int, S>) POCKET_GEMM_INLINE {
       int32x4_t iacc[T][2];
       for (auto& v : iacc) v[0] = v[1] = vdupq_n_s32(0);
-      gemm_block_dot<Q4, T>(blk + hdr + S * sub_bytes, h, xq + S * 128, iacc);
+      gemm_block_dot<Q, T>(blk + hdr + S * sub_bytes, h, xq + S * 128, iacc);
       const float32x4_t dx = vld1q_f32(xd + 4 * S);
       [&]<int... t>(std::integer_sequence<int, t...>) POCKET_GEMM_INLINE {
         if constexpr (S == 0) {
@@ -199,7 +209,7 @@ __attribute__((optimize("no-schedule-insns"))) void gemm_rows(const MatmulJob& j
     for (int j = 0; j < 2; ++j) {
       const int i = 2 * h + j;  // 4-row register of the 16-row tile
       const float32x4_t s = vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(blk + 8 * i)));
-      if constexpr (Q4) {
+      if constexpr (Q != 8) {
         const float32x4_t m = vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(blk + 32 + 8 * i)));
         [&]<int... t>(std::integer_sequence<int, t...>) POCKET_GEMM_INLINE {
           ((acc[t][j] = vfmaq_laneq_f32(vfmaq_f32(acc[t][j], gacc[t][j], s), m, xsum, t)), ...);
@@ -248,7 +258,7 @@ void pq_gemm(const MatmulJob& job, int64_t r0, int64_t r1) {
 }
 
 // The dotprod GEMM: 8-row blocks, token tiles of 4 (the last one shorter).
-template <bool Q4>
+template <int Q>
 struct DotGemm {
   static constexpr int kRows = kGemmRows;
   static constexpr GemmActs::Layout kLayout = GemmActs::kLanes;
@@ -258,18 +268,18 @@ struct DotGemm {
     for (int k = 0; k * kGemmTokens < count; ++k) {
       const int t0 = b0 + kGemmTokens * k;
       switch (std::min(kGemmTokens, count - kGemmTokens * k)) {
-        case 4: gemm_rows<Q4, 4, SUBS>(job, tile, row0, h, xa, k, t0); break;
-        case 3: gemm_rows<Q4, 3, SUBS>(job, tile, row0, h, xa, k, t0); break;
-        case 2: gemm_rows<Q4, 2, SUBS>(job, tile, row0, h, xa, k, t0); break;
-        default: gemm_rows<Q4, 1, SUBS>(job, tile, row0, h, xa, k, t0); break;
+        case 4: gemm_rows<Q, 4, SUBS>(job, tile, row0, h, xa, k, t0); break;
+        case 3: gemm_rows<Q, 3, SUBS>(job, tile, row0, h, xa, k, t0); break;
+        case 2: gemm_rows<Q, 2, SUBS>(job, tile, row0, h, xa, k, t0); break;
+        default: gemm_rows<Q, 1, SUBS>(job, tile, row0, h, xa, k, t0); break;
       }
     }
   }
 };
 
-template <bool Q4>
+template <int Q>
 void matmul_pq_gemm(const MatmulJob& job, int64_t r0, int64_t r1) {
-  pq_gemm<DotGemm<Q4>>(job, r0, r1);
+  pq_gemm<DotGemm<Q>>(job, r0, r1);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// PQ4/PQ8 matmul skeleton for AArch64 levels whose integer dot does not fit
+// PQ4/PQ5/PQ8 matmul skeleton for AArch64 levels whose integer dot does not fit
 // the one-row-per-lane traits of tiled_kernels.h: plain NEON (widening
 // multiplies, kernels_neon.cpp) and i8mm (smmla on 2x8 operands,
 // kernels_i8mm.cpp). A `Dot` policy computes, for one 32-column activation
@@ -9,10 +9,11 @@
 //
 // Policy interface:
 //   static constexpr int kTokens;   // largest token tile
-//   template <bool Q4, int T>
+//   template <int Q, int T>
 //   static void block(const uint8_t* data, const int8_t* const* x, int32x4_t (*out)[4]);
 //     data: the 32-column sub-block of the tile's group block (after the
-//     scale header): 4 chunks (PQ4) or 8 chunks (PQ8) of 64 bytes.
+//     scale header): 4 chunks (PQ4; PQ5 then its 64-byte plane) or 8 chunks
+//     (PQ8) of 64 bytes; Q the code width (4, 5, 8).
 //     x[t]: the token's 32 int8 activations. out[t][i]: rows 4i..4i+3.
 #pragma once
 #include <arm_neon.h>
@@ -28,7 +29,7 @@ namespace {
 
 inline float32x4_t arm_load_f16x4(const uint8_t* p) { return vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(p))); }
 
-template <class Dot, bool Q4, int T>
+template <class Dot, int Q, int T>
 void pq_tile_arm(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0) {
   const ActBlocks& a = *job.xq;
   const int g = job.group;
@@ -36,7 +37,7 @@ void pq_tile_arm(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0
   const int64_t groups = pq::groups_per_row(job.cols, g);
   const int64_t gbytes = pq::group_block_bytes(job.type, g);
   const int hdr = static_cast<int>(pq::header_bytes(job.type));
-  const int sub_bytes = Q4 ? kActBlock / 2 * pq::kTileRows : kActBlock * pq::kTileRows;
+  constexpr int sub_bytes = pq::sub_block_bytes(Q);
   float32x4_t acc[T][4];
   for (int t = 0; t < T; ++t)
     for (int i = 0; i < 4; ++i) acc[t][i] = vdupq_n_f32(0.0f);
@@ -54,7 +55,7 @@ void pq_tile_arm(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0
       for (int t = 0; t < T; ++t) x[t] = a.row(t0 + t) + b * kActBlock;
       int32x4_t iacc[T][4];
       if constexpr (T == 1) prefetch_weights(blk + hdr + sub * sub_bytes, sub_bytes);
-      Dot::template block<Q4, T>(blk + hdr + sub * sub_bytes, x, iacc);
+      Dot::template block<Q, T>(blk + hdr + sub * sub_bytes, x, iacc);
       for (int t = 0; t < T; ++t) {
         const float32x4_t dx = vdupq_n_f32(a.scales(t0 + t)[b]);
         for (int i = 0; i < 4; ++i) gacc[t][i] = vfmaq_f32(gacc[t][i], vcvtq_f32_s32(iacc[t][i]), dx);
@@ -63,7 +64,7 @@ void pq_tile_arm(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0
     }
     for (int i = 0; i < 4; ++i) {
       const float32x4_t s = arm_load_f16x4(blk + 8 * i);
-      if constexpr (Q4) {
+      if constexpr (Q != 8) {
         // value = s * q + m: the offset m meets the activations' sum.
         const float32x4_t m = arm_load_f16x4(blk + 32 + 8 * i);
         for (int t = 0; t < T; ++t)
@@ -86,23 +87,23 @@ void pq_tile_arm(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0
 }
 
 // Token tiles of Dot::kTokens, then one smaller tile for the remainder.
-template <class Dot, bool Q4, int T = Dot::kTokens - 1>
+template <class Dot, int Q, int T = Dot::kTokens - 1>
 void pq_tail_arm(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0, int left) {
   if constexpr (T >= 1) {
-    if (left == T) return pq_tile_arm<Dot, Q4, T>(job, tile, row0, t0);
-    pq_tail_arm<Dot, Q4, T - 1>(job, tile, row0, t0, left);
+    if (left == T) return pq_tile_arm<Dot, Q, T>(job, tile, row0, t0);
+    pq_tail_arm<Dot, Q, T - 1>(job, tile, row0, t0, left);
   }
 }
 
-template <class Dot, bool Q4>
+template <class Dot, int Q>
 void matmul_pq_arm(const MatmulJob& job, int64_t r0, int64_t r1) {
   const int64_t tbytes = pq::tile_bytes(job.type, job.cols, job.group);
   constexpr int K = Dot::kTokens;
   for (int64_t row0 = r0 / pq::kTileRows * pq::kTileRows; row0 < r1; row0 += pq::kTileRows) {
     const uint8_t* tile = job.w + (row0 / pq::kTileRows) * tbytes;
     int t0 = 0;
-    for (; t0 + K <= job.n; t0 += K) pq_tile_arm<Dot, Q4, K>(job, tile, row0, t0);
-    if (t0 < job.n) pq_tail_arm<Dot, Q4>(job, tile, row0, t0, job.n - t0);
+    for (; t0 + K <= job.n; t0 += K) pq_tile_arm<Dot, Q, K>(job, tile, row0, t0);
+    if (t0 < job.n) pq_tail_arm<Dot, Q>(job, tile, row0, t0, job.n - t0);
   }
 }
 

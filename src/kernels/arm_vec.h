@@ -19,6 +19,12 @@ inline float half_to_float(const uint8_t* p) {
   return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(bits))), 0);
 }
 
+// nib | (bit s of each plane byte moved to bit 4): a PQ5 code
+// (core/pq_format.h). USHL by 4 - s shifts right when s > 4.
+inline uint8x16_t arm_with_bit(uint8x16_t nib, uint8x16_t plane, int s) {
+  return vorrq_u8(nib, vandq_u8(vshlq_u8(plane, vdupq_n_s8(static_cast<int8_t>(4 - s))), vdupq_n_u8(0x10)));
+}
+
 // The float half of the traits: baseline NEON only.
 struct NeonFloat {
   struct F {
@@ -79,13 +85,19 @@ struct NeonDot : NeonFloat {
     for (auto& v : w.v) v = vreinterpretq_s32_u8(vshrq_n_u8(vreinterpretq_u8_s32(v), 4));
     return w;
   }
+  template <int S>
+  static I with_bit(I nib, I plane) {
+    for (int i = 0; i < 4; ++i)
+      nib.v[i] = vreinterpretq_s32_u8(arm_with_bit(vreinterpretq_u8_s32(nib.v[i]), vreinterpretq_u8_s32(plane.v[i]), S));
+    return nib;
+  }
   static I bcast4(const int8_t* x) {
     int32_t v;
     std::memcpy(&v, x, 4);
     int32x4_t b = vdupq_n_s32(v);
     return {{b, b, b, b}};
   }
-  // Nibbles (0..15) are valid signed bytes, so one signed dot serves both.
+  // Codes 0..31 are valid signed bytes, so one signed dot serves both.
   static I dot_u8s8(I acc, I w, I x) { return dot_s8s8(acc, w, x); }
   static I dot_s8s8(I acc, I w, I x) {
     for (int i = 0; i < 4; ++i)

@@ -40,18 +40,10 @@ void dequant_pq(const TensorView& w, int64_t row, float* out) {
     const uint8_t* blk = tile + gi * gbytes;
     const float s = f16_to_f32(load_u16(blk + 2 * r));
     const uint8_t* data = blk + pq::header_bytes(w.type);
+    const float m = w.type == DType::PQ8 ? 0.0f : f16_to_f32(load_u16(blk + 32 + 2 * r));
     for (int k = 0; k < g && gi * g + k < cols; ++k) {
-      float v;
-      if (w.type == DType::PQ4) {
-        const float m = f16_to_f32(load_u16(blk + 32 + 2 * r));
-        uint8_t byte = data[(k / 8) * 64 + 4 * r + (k % 4)];
-        int q = (k % 8) < 4 ? (byte & 0x0f) : (byte >> 4);
-        v = s * static_cast<float>(q) + m;
-      } else {
-        int8_t q = static_cast<int8_t>(data[(k / 4) * 64 + 4 * r + (k % 4)]);
-        v = s * static_cast<float>(q);
-      }
-      out[gi * g + k] = v;
+      const float q = static_cast<float>(pq::code_at(w.type, data, static_cast<int>(r), k));
+      out[gi * g + k] = w.type == DType::PQ8 ? s * q : s * q + m;
     }
   }
 }
@@ -61,7 +53,7 @@ void dequant_pq(const TensorView& w, int64_t row, float* out) {
 void check_weight(const TensorView& w) {
   if (w.data == nullptr) fail("weight '", w.name, "': no data");
   if (w.shape.size() != 2) fail("weight '", w.name, "': expected 2 dimensions, got ", w.shape.size());
-  if (w.type == DType::PQ4 || w.type == DType::PQ8) {
+  if (is_pq(w.type)) {
     if (!pq::valid_group(w.group)) fail("weight '", w.name, "': group size ", w.group, " is not 32, 64 or 128");
   }
   uint64_t need = tensor_nbytes(w.type, w.shape, w.group, w.name);
@@ -92,6 +84,7 @@ void dequant_row_unchecked(const TensorView& w, int64_t row, float* out) {
     case DType::Q4_0:
       return dequant_q4_0(base + row * (cols / 32) * 18, cols, out);
     case DType::PQ4:
+    case DType::PQ5:
     case DType::PQ8:
       return dequant_pq(w, row, out);
     case DType::Q4_1:

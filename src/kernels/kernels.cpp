@@ -53,7 +53,7 @@ const KernelTable& active() {
 
 // Activations are padded to whole weight groups for PQ types.
 int64_t padded_cols(const TensorView& w) {
-  int64_t unit = (w.type == DType::PQ4 || w.type == DType::PQ8) ? w.group : kActBlock;
+  int64_t unit = is_pq(w.type) ? w.group : kActBlock;
   return (w.cols() + unit - 1) / unit * unit;
 }
 

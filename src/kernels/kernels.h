@@ -16,7 +16,7 @@ class ThreadPool;
 namespace pocket::kernels {
 
 // Y[n, rows] = X[n, cols] * W[rows, cols]^T for a weight of any supported
-// type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, PQ4, PQ8 with SIMD
+// type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, PQ4, PQ5, PQ8 with SIMD
 // kernels on every level; Q2_K, Q3_K, Q8_K, Q4_1, Q5_0, Q5_1 through the
 // scalar reference). X and Y are f32, row-major,
 // contiguous. n == 1 is the decode GEMV; n > 1 is prefill GEMM. Work is split

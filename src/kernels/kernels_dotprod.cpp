@@ -1,4 +1,4 @@
-// AArch64 dotprod level: PQ4/PQ8 matmul with sdot on 16-row tiles (decode:
+// AArch64 dotprod level: PQ4/PQ5/PQ8 matmul with sdot on 16-row tiles (decode:
 // the one-row-per-lane traits of tiled_kernels.h; prefill: the register-
 // blocked GEMM of arm_pq_gemm.h), the GGUF
 // block types (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K) with sdot per block, and the
@@ -16,18 +16,19 @@ void install_dotprod_attention(KernelTable& t);  // attention_dotprod.cpp
 
 namespace {
 
-template <bool Q4>
+template <int Q>
 void matmul_pq_dot(const MatmulJob& job, int64_t r0, int64_t r1) {
-  if (job.n == 1) return matmul_pq<NeonDot, Q4>(job, r0, r1);
-  matmul_pq_gemm<Q4>(job, r0, r1);
+  if (job.n == 1) return matmul_pq<NeonDot, Q>(job, r0, r1);
+  matmul_pq_gemm<Q>(job, r0, r1);
 }
 
 }  // namespace
 
 void install_dotprod(KernelTable& t) {
   install_dotprod_attention(t);
-  t.matmul[static_cast<int>(DType::PQ4)] = {matmul_pq_dot<true>, true, pq::kTileRows};
-  t.matmul[static_cast<int>(DType::PQ8)] = {matmul_pq_dot<false>, true, pq::kTileRows};
+  t.matmul[static_cast<int>(DType::PQ4)] = {matmul_pq_dot<4>, true, pq::kTileRows};
+  t.matmul[static_cast<int>(DType::PQ5)] = {matmul_pq_dot<5>, true, pq::kTileRows};
+  t.matmul[static_cast<int>(DType::PQ8)] = {matmul_pq_dot<8>, true, pq::kTileRows};
   install_gguf_matmul<ArmDotBlocks>(t);
 }
 

@@ -1,4 +1,4 @@
-// AArch64 i8mm level: PQ4/PQ8 prefill (n > 1) with smmla. One smmla
+// AArch64 i8mm level: PQ4/PQ5/PQ8 prefill (n > 1) with smmla. One smmla
 // multiplies a 2x8 int8 block of weights (two rows, 8 columns) by a 2x8
 // block of activations (two tokens, same columns) into a 2x2 int32 block,
 // lanes [r t, r t', r' t, r' t']. In the PQ layout a 32-bit lane holds one
@@ -35,14 +35,14 @@ POCKET_GEMM_INLINE inline float32x4_t pair_lanes(float32x4_t v) {
 
 // Rows [row0 + 4i, +4) x tokens [t0, t0 + ntok) (ntok <= 2P) of token tiles
 // k and k + 1; SUBS = group / 32 blocks per weight group.
-template <bool Q4, int P, int SUBS>
+template <int Q, int P, int SUBS>
 __attribute__((optimize("no-schedule-insns"))) void mmla_rows(const MatmulJob& job, const uint8_t* tile,
                                                                int64_t row0, int i, const GemmActs& xa, int k,
                                                                int t0, int ntok) {
   const int64_t groups = pq::groups_per_row(job.cols, job.group);
   const int64_t gbytes = pq::group_block_bytes(job.type, job.group);
   const int hdr = static_cast<int>(pq::header_bytes(job.type));
-  constexpr int sub_bytes = Q4 ? kActBlock / 2 * pq::kTileRows : kActBlock * pq::kTileRows;
+  constexpr int sub_bytes = pq::sub_block_bytes(Q);
   constexpr int tiles = (P + 1) / 2;
   const int8_t* xq[tiles];
   const float* xd[tiles];
@@ -61,12 +61,16 @@ __attribute__((optimize("no-schedule-insns"))) void mmla_rows(const MatmulJob& j
       int32x4_t iacc[2][P];
       for (auto& v : iacc)
         for (auto& a : v) a = vdupq_n_s32(0);
+      [[maybe_unused]] uint8x16_t plane;  // PQ5: rows 4i..4i+3 of the fifth-bit plane
+      if constexpr (Q == 5) plane = vld1q_u8(data + pq::kPlaneOffset);
       for (int o = 0; o < 4; ++o) {  // 8 columns each
         int32x4_t wa, wb;  // rows 4i..4i+3: columns 8o..8o+3 and 8o+4..8o+7
-        if constexpr (Q4) {
+        if constexpr (Q != 8) {
           const uint8x16_t w = vld1q_u8(data + 64 * o);
-          wa = vreinterpretq_s32_u8(vandq_u8(w, vdupq_n_u8(0x0f)));
-          wb = vreinterpretq_s32_u8(vshrq_n_u8(w, 4));
+          uint8x16_t l = vandq_u8(w, vdupq_n_u8(0x0f)), h = vshrq_n_u8(w, 4);
+          if constexpr (Q == 5) l = arm_with_bit(l, plane, 2 * o), h = arm_with_bit(h, plane, 2 * o + 1);
+          wa = vreinterpretq_s32_u8(l);
+          wb = vreinterpretq_s32_u8(h);
         } else {
           wa = vreinterpretq_s32_u8(vld1q_u8(data + 128 * o));
           wb = vreinterpretq_s32_u8(vld1q_u8(data + 128 * o + 64));
@@ -102,7 +106,7 @@ __attribute__((optimize("no-schedule-insns"))) void mmla_rows(const MatmulJob& j
     // Row scales (and PQ4 offsets) in the 2x2 lane order: [s(r), s(r), s(r'), s(r')].
     const float32x4_t s4 = vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(blk + 8 * i)));
     const float32x4_t s[2] = {vzip1q_f32(s4, s4), vzip2q_f32(s4, s4)};
-    if constexpr (Q4) {
+    if constexpr (Q != 8) {
       const float32x4_t m4 = vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(blk + 32 + 8 * i)));
       const float32x4_t m[2] = {vzip1q_f32(m4, m4), vzip2q_f32(m4, m4)};
       for (int r = 0; r < 2; ++r)
@@ -125,7 +129,7 @@ __attribute__((optimize("no-schedule-insns"))) void mmla_rows(const MatmulJob& j
 }
 
 // 4-row blocks, token tiles of 8 (two GemmActs tiles; the last one shorter).
-template <bool Q4>
+template <int Q>
 struct MmlaGemm {
   static constexpr int kRows = kMmlaRows;
   static constexpr GemmActs::Layout kLayout = GemmActs::kPairs;
@@ -136,26 +140,27 @@ struct MmlaGemm {
       const int ntok = std::min(2 * kGemmTokens, count - kGemmTokens * k);
       const int t0 = b0 + kGemmTokens * k;
       switch ((ntok + 1) / 2) {
-        case 4: mmla_rows<Q4, 4, SUBS>(job, tile, row0, i, xa, k, t0, ntok); break;
-        case 3: mmla_rows<Q4, 3, SUBS>(job, tile, row0, i, xa, k, t0, ntok); break;
-        case 2: mmla_rows<Q4, 2, SUBS>(job, tile, row0, i, xa, k, t0, ntok); break;
-        default: mmla_rows<Q4, 1, SUBS>(job, tile, row0, i, xa, k, t0, ntok); break;
+        case 4: mmla_rows<Q, 4, SUBS>(job, tile, row0, i, xa, k, t0, ntok); break;
+        case 3: mmla_rows<Q, 3, SUBS>(job, tile, row0, i, xa, k, t0, ntok); break;
+        case 2: mmla_rows<Q, 2, SUBS>(job, tile, row0, i, xa, k, t0, ntok); break;
+        default: mmla_rows<Q, 1, SUBS>(job, tile, row0, i, xa, k, t0, ntok); break;
       }
     }
   }
 };
 
-template <bool Q4>
+template <int Q>
 void matmul_pq_i8mm(const MatmulJob& job, int64_t r0, int64_t r1) {
-  if (job.n == 1) return matmul_pq<NeonDot, Q4>(job, r0, r1);
-  pq_gemm<MmlaGemm<Q4>>(job, r0, r1);
+  if (job.n == 1) return matmul_pq<NeonDot, Q>(job, r0, r1);
+  pq_gemm<MmlaGemm<Q>>(job, r0, r1);
 }
 
 }  // namespace
 
 void install_i8mm(KernelTable& t) {
-  t.matmul[static_cast<int>(DType::PQ4)] = {matmul_pq_i8mm<true>, true, pq::kTileRows};
-  t.matmul[static_cast<int>(DType::PQ8)] = {matmul_pq_i8mm<false>, true, pq::kTileRows};
+  t.matmul[static_cast<int>(DType::PQ4)] = {matmul_pq_i8mm<4>, true, pq::kTileRows};
+  t.matmul[static_cast<int>(DType::PQ5)] = {matmul_pq_i8mm<5>, true, pq::kTileRows};
+  t.matmul[static_cast<int>(DType::PQ8)] = {matmul_pq_i8mm<8>, true, pq::kTileRows};
 }
 
 }  // namespace pocket::kernels

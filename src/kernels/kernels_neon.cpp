@@ -1,4 +1,4 @@
-// Baseline AArch64 (no dotprod) PQ4/PQ8, GGUF block (Q4_0, Q8_0, Q4_K,
+// Baseline AArch64 (no dotprod) PQ4/PQ5/PQ8, GGUF block (Q4_0, Q8_0, Q4_K,
 // Q5_K, Q6_K) and float (F32, F16, BF16) matmul, so cores like cortex-a53
 // do not drop to the scalar reference; the dotprod and i8mm levels keep the
 // float kernels. Without sdot the int8 dot is a widening multiply-accumulate
@@ -32,12 +32,12 @@ struct NeonMull {
   // weights within the 32 vector registers.
   static constexpr int kTokens = 2;
 
-  template <bool Q4, int T>
+  template <int Q, int T>
   static void block(const uint8_t* data, const int8_t* const* x, int32x4_t (*out)[4]) {
-    if constexpr (Q4) {
+    if constexpr (Q != 8) {
       // acc[t][2i]: rows 4i, 4i+1; acc[t][2i+1]: rows 4i+2, 4i+3; 4 column
-      // lanes per row. A lane sums 8 products nibble (<= 15) x activation
-      // (|x| <= 127, act_quant.h clamps): at most 15240, fits int16.
+      // lanes per row. A lane sums 8 products code (<= 31) x activation
+      // (|x| <= 127, act_quant.h clamps): at most 31496, fits int16.
       int16x8_t acc[T][8];
       for (int t = 0; t < T; ++t)
         for (auto& v : acc[t]) v = vdupq_n_s16(0);
@@ -45,8 +45,14 @@ struct NeonMull {
         int8x16_t lo[4], hi[4];
         for (int i = 0; i < 4; ++i) {
           const uint8x16_t w = vld1q_u8(data + c * 64 + 16 * i);
-          lo[i] = vreinterpretq_s8_u8(vandq_u8(w, vdupq_n_u8(0x0f)));
-          hi[i] = vreinterpretq_s8_u8(vshrq_n_u8(w, 4));
+          uint8x16_t l = vandq_u8(w, vdupq_n_u8(0x0f)), h = vshrq_n_u8(w, 4);
+          if constexpr (Q == 5) {
+            const uint8x16_t plane = vld1q_u8(data + pq::kPlaneOffset + 16 * i);
+            l = arm_with_bit(l, plane, 2 * c);
+            h = arm_with_bit(h, plane, 2 * c + 1);
+          }
+          lo[i] = vreinterpretq_s8_u8(l);
+          hi[i] = vreinterpretq_s8_u8(h);
         }
         for (int t = 0; t < T; ++t) {
           const int8x16_t xl = bcast4(x[t] + 8 * c), xh = bcast4(x[t] + 8 * c + 4);
@@ -94,8 +100,9 @@ struct NeonMull {
 }  // namespace
 
 void install_neon_matmul(KernelTable& t) {
-  t.matmul[static_cast<int>(DType::PQ4)] = {matmul_pq_arm<NeonMull, true>, true, pq::kTileRows};
-  t.matmul[static_cast<int>(DType::PQ8)] = {matmul_pq_arm<NeonMull, false>, true, pq::kTileRows};
+  t.matmul[static_cast<int>(DType::PQ4)] = {matmul_pq_arm<NeonMull, 4>, true, pq::kTileRows};
+  t.matmul[static_cast<int>(DType::PQ5)] = {matmul_pq_arm<NeonMull, 5>, true, pq::kTileRows};
+  t.matmul[static_cast<int>(DType::PQ8)] = {matmul_pq_arm<NeonMull, 8>, true, pq::kTileRows};
   install_gguf_matmul<ArmMullBlocks>(t);
   install_float_matmul<NeonFloat>(t);
 }

@@ -1,5 +1,5 @@
 // ISA-independent kernel templates over 16-lane vector traits (x86_vec.h,
-// arm_vec.h): token tiling and the PQ4/PQ8 tile kernel. Unnamed namespace:
+// arm_vec.h): token tiling and the PQ4/PQ5/PQ8 tile kernel. Unnamed namespace:
 // each ISA translation unit instantiates its own copy with its own flags.
 //
 // Integer kernels take activations quantized to int8 blocks of 32
@@ -8,6 +8,7 @@
 // to kTokTile so each weight chunk is loaded and unpacked once per tile.
 #pragma once
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/prefetch.h"
 #include "kernels/table.h"
@@ -31,9 +32,12 @@ void for_token_tiles(int n, Body&& body) {
   }
 }
 
-// ---- PQ4 / PQ8: 16-row tiles, one lane per row (core/pq_format.h) -------
-template <class V, bool Q4, int T>
+// ---- PQ4 / PQ5 / PQ8: 16-row tiles, one lane per row (core/pq_format.h) --
+// Q is the code width: 4, 5 (PQ4's nibbles plus a bit from the plane, the
+// same unsigned dot and s/m correction) or 8.
+template <class V, int Q, int T>
 void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0) {
+  constexpr int sub_bytes = pq::sub_block_bytes(Q);
   const ActBlocks& a = *job.xq;
   const int g = job.group;
   const int64_t groups = pq::groups_per_row(job.cols, g);
@@ -52,21 +56,36 @@ void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0) {
       const int64_t k0 = b * kActBlock;
       typename V::I iacc[T];
       for (int t = 0; t < T; ++t) iacc[t] = V::zero_i();
-      if constexpr (Q4) {
-        for (int c = 0; c < 4; ++c) {  // 4 chunks x 8 columns
-          if constexpr (T == 1) prefetch_weights(data + (sub * 4 + c) * 64);
-          typename V::I wv = V::load(data + (sub * 4 + c) * 64);
+      const uint8_t* sdata = data + sub * sub_bytes;
+      if constexpr (Q != 8) {
+        [[maybe_unused]] typename V::I plane;
+        if constexpr (Q == 5) {
+          if constexpr (T == 1) prefetch_weights(sdata + pq::kPlaneOffset);
+          plane = V::load(sdata + pq::kPlaneOffset);
+        }
+        auto chunk = [&]<int C>(std::integral_constant<int, C>) {  // chunk C: 8 columns
+          if constexpr (T == 1) prefetch_weights(sdata + C * 64);
+          typename V::I wv = V::load(sdata + C * 64);
           typename V::I lo = V::low_nibbles(wv), hi = V::high_nibbles(wv);
+          if constexpr (Q == 5) {
+            lo = V::template with_bit<2 * C>(lo, plane);
+            hi = V::template with_bit<2 * C + 1>(hi, plane);
+          }
+          const int c = C;
           for (int t = 0; t < T; ++t) {
             const int8_t* x = a.row(t0 + t) + k0 + c * 8;
             iacc[t] = V::dot_u8s8(iacc[t], lo, V::bcast4(x));
             iacc[t] = V::dot_u8s8(iacc[t], hi, V::bcast4(x + 4));
           }
-        }
+        };
+        chunk(std::integral_constant<int, 0>{});
+        chunk(std::integral_constant<int, 1>{});
+        chunk(std::integral_constant<int, 2>{});
+        chunk(std::integral_constant<int, 3>{});
       } else {
         for (int c = 0; c < 8; ++c) {  // 8 chunks x 4 columns
-          if constexpr (T == 1) prefetch_weights(data + (sub * 8 + c) * 64);
-          typename V::I wv = V::load(data + (sub * 8 + c) * 64);
+          if constexpr (T == 1) prefetch_weights(sdata + c * 64);
+          typename V::I wv = V::load(sdata + c * 64);
           for (int t = 0; t < T; ++t) iacc[t] = V::dot_s8s8(iacc[t], wv, V::bcast4(a.row(t0 + t) + k0 + c * 4));
         }
       }
@@ -76,7 +95,7 @@ void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0) {
       }
     }
     const typename V::F s = V::load_f16(blk);
-    if constexpr (Q4) {
+    if constexpr (Q != 8) {
       const typename V::F m = V::load_f16(blk + 32);
       for (int t = 0; t < T; ++t) acc[t] = V::fma(m, V::set1(xsum[t]), V::fma(gacc[t], s, acc[t]));
     } else {
@@ -96,12 +115,12 @@ void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0) {
   }
 }
 
-template <class V, bool Q4>
+template <class V, int Q>
 void matmul_pq(const MatmulJob& job, int64_t r0, int64_t r1) {
   const int64_t tbytes = pq::tile_bytes(job.type, job.cols, job.group);
   for (int64_t row0 = r0 / pq::kTileRows * pq::kTileRows; row0 < r1; row0 += pq::kTileRows) {
     const uint8_t* tile = job.w + (row0 / pq::kTileRows) * tbytes;
-    for_token_tiles(job.n, [&]<int T>(int t0) { pq_tile<V, Q4, T>(job, tile, row0, t0); });
+    for_token_tiles(job.n, [&]<int T>(int t0) { pq_tile<V, Q, T>(job, tile, row0, t0); });
   }
 }
 

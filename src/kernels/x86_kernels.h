@@ -19,8 +19,9 @@ template <class V>
 void install_x86_matmul(KernelTable& t) {
   auto set = [&](DType d, MatmulFn fn, bool int8, int64_t align) { t.matmul[static_cast<int>(d)] = {fn, int8, align}; };
   install_float_matmul<V>(t);
-  set(DType::PQ4, matmul_pq<V, true>, true, pq::kTileRows);
-  set(DType::PQ8, matmul_pq<V, false>, true, pq::kTileRows);
+  set(DType::PQ4, matmul_pq<V, 4>, true, pq::kTileRows);
+  set(DType::PQ5, matmul_pq<V, 5>, true, pq::kTileRows);
+  set(DType::PQ8, matmul_pq<V, 8>, true, pq::kTileRows);
   install_gguf_matmul<X86Blocks<V>>(t);
 }
 

@@ -35,6 +35,17 @@ struct Avx512 {
   static I low_nibbles(I v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0f)); }
   static I high_nibbles(I v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0f)); }
   static I bcast4(const int8_t* x) { return _mm512_set1_epi32(load_i32(x)); }
+  // nib | (bit S of each plane byte moved to bit 4): a PQ5 code
+  // (core/pq_format.h). One 16-bit shift, then nib | (shifted & 0x10) in one
+  // ternary-logic op (0xF8 = A | (B & C)); bits shifted in from the
+  // neighbouring byte never reach bit 4 of the mask.
+  template <int S>
+  static I with_bit(I nib, I plane) {
+    I moved = plane;
+    if constexpr (S > 4) moved = _mm512_srli_epi16(plane, S - 4);
+    if constexpr (S < 4) moved = _mm512_slli_epi16(plane, 4 - S);
+    return _mm512_ternarylogic_epi32(nib, moved, _mm512_set1_epi8(0x10), 0xF8);
+  }
   // acc += sum over each 4-byte lane of u[i] * s[i], u unsigned (< 128 here), s signed.
   static I dot_u8s8(I acc, I u, I s) { return _mm512_dpbusd_epi32(acc, u, s); }
   static I dot_s8s8(I acc, I w, I x) { return _mm512_dpbusd_epi32(acc, _mm512_xor_si512(w, _mm512_set1_epi8(-128)), x); }
@@ -82,6 +93,18 @@ struct Avx2 {
   static __m256i nib(__m256i v) { return _mm256_and_si256(v, _mm256_set1_epi8(0x0f)); }
   static I low_nibbles(I v) { return {nib(v.a), nib(v.b)}; }
   static I high_nibbles(I v) { return {nib(_mm256_srli_epi16(v.a, 4)), nib(_mm256_srli_epi16(v.b, 4))}; }
+  // nib | (bit S of each plane byte moved to bit 4): a PQ5 code (see Avx512).
+  template <int S>
+  static __m256i with_bit8(__m256i nib, __m256i plane) {
+    __m256i moved = plane;
+    if constexpr (S > 4) moved = _mm256_srli_epi16(plane, S - 4);
+    if constexpr (S < 4) moved = _mm256_slli_epi16(plane, 4 - S);
+    return _mm256_or_si256(nib, _mm256_and_si256(moved, _mm256_set1_epi8(0x10)));
+  }
+  template <int S>
+  static I with_bit(I nib, I plane) {
+    return {with_bit8<S>(nib.a, plane.a), with_bit8<S>(nib.b, plane.b)};
+  }
   static I bcast4(const int8_t* x) {
     __m256i v = _mm256_set1_epi32(load_i32(x));
     return {v, v};

@@ -112,7 +112,7 @@ ModelFile make_synthetic_model(const SyntheticSpec& spec) {
     t.shape = spec_t.shape();
     t.data = buf->data();
     t.nbytes = buf->size();
-    t.group = (type == DType::PQ4 || type == DType::PQ8) ? spec.group : 0;
+    t.group = is_pq(type) ? spec.group : 0;
     f.file_size += buf->size();
     f.buffers.push_back(std::move(buf));
     f.tensors[name] = t;

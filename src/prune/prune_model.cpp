@@ -111,9 +111,9 @@ std::vector<uint8_t> select_rows(const TensorView& t, const std::vector<int32_t>
     if (o < 0 || o >= rows) fail(what, ": has ", rows, " rows, the vocabulary needs row ", o);
   const auto* src = static_cast<const uint8_t*>(t.data);
   std::vector<uint8_t> out;
-  if (t.type == DType::PQ4 || t.type == DType::PQ8) {
+  if (is_pq(t.type)) {
     // Tiles of 16 rows; inside each group block a row owns its scale (and
-    // PQ4 offset) and 4 bytes of every 64-byte chunk.
+    // PQ4/PQ5 offset) and 4 bytes of every 64-byte chunk (and PQ5 plane).
     const int g = t.group;
     if (!pq::valid_group(g)) fail(what, ": bad PQ group size ", g);
     const int64_t tile = pq::tile_bytes(t.type, cols, g), block = pq::group_block_bytes(t.type, g);
@@ -129,7 +129,7 @@ std::vector<uint8_t> select_rows(const TensorView& t, const std::vector<int32_t>
         const uint8_t* s = src + o / pq::kTileRows * tile + k * block;
         uint8_t* d = out.data() + r / pq::kTileRows * tile + k * block;
         std::memcpy(d + 2 * dr, s + 2 * sr, 2);  // fp16 scale
-        if (t.type == DType::PQ4) std::memcpy(d + 32 + 2 * dr, s + 32 + 2 * sr, 2);  // fp16 offset
+        if (t.type != DType::PQ8) std::memcpy(d + 32 + 2 * dr, s + 32 + 2 * sr, 2);  // fp16 offset
         for (int64_t c = 0; c < chunks; ++c) std::memcpy(d + header + 64 * c + 4 * dr, s + header + 64 * c + 4 * sr, 4);
       }
     }
@@ -180,7 +180,7 @@ void write_pruned_gguf(const std::string& in, const std::string& out, const Prun
   }
   std::vector<std::shared_ptr<std::vector<uint8_t>>> buffers;
   for (const GgufTensorInfo& t : g.tensors()) {
-    const int group = t.type == DType::PQ4 || t.type == DType::PQ8 ? g.pq_group() : 0;
+    const int group = is_pq(t.type) ? g.pq_group() : 0;
     if (!is_vocab_tensor(t.name)) {
       w.add_tensor(t.name, t.type, t.shape, g.tensor_data(t), t.nbytes, group);
       continue;

@@ -62,14 +62,14 @@ void quantize_pq_row(DType type, const float* x, int64_t cols, int g, int64_t ro
     uint8_t* data = blk + pq::header_bytes(type);
     const float* xg = x + gi * g;
     const int n = static_cast<int>(std::min<int64_t>(g, cols - gi * g));  // tail group: padding keeps code 0
-    if (type == DType::PQ4) {
-      quant::Pq4Params p = quant::fit_pq4_group(xg, n);
+    if (type != DType::PQ8) {
+      const int qmax = type == DType::PQ5 ? 31 : 15;
+      quant::Pq4Params p = quant::fit_pq4_group(xg, n, qmax);
       put_u16(blk + 2 * r, f32_to_f16(p.s));
       put_u16(blk + 32 + 2 * r, f32_to_f16(p.m));
       uint8_t q[128];
-      quant::pq4_codes(xg, n, p, q);
-      for (int k = 0; k < n; ++k)
-        data[(k / 8) * 64 + 4 * r + (k % 4)] |= static_cast<uint8_t>((k % 8) < 4 ? q[k] : q[k] << 4);
+      quant::pq4_codes(xg, n, p, q, qmax);
+      for (int k = 0; k < n; ++k) pq::put_code(type, data, static_cast<int>(r), k, q[k]);
     } else {
       uint16_t sh = f32_to_f16(amax(xg, n) / 127.0f);
       float s = f16_to_f32(sh), inv = s > 0 ? 1.0f / s : 0.0f;
@@ -85,12 +85,12 @@ std::vector<uint8_t> quantize(const float* w, int64_t rows, int64_t cols, DType 
   if (rows <= 0 || cols <= 0) fail("quantize: shape [", rows, ", ", cols, "] is not positive");
   switch (type) {
     case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0: case DType::PQ4:
-    case DType::PQ8:
+    case DType::PQ5: case DType::PQ8:
       break;
     default:  // GGUF types Pocket reads but does not write (K-quants, Q4_1, Q5_x)
-      fail("quantize: cannot write ", dtype_name(type), " (writable: f32, f16, bf16, q8_0, q4_0, pq4, pq8)");
+      fail("quantize: cannot write ", dtype_name(type), " (writable: f32, f16, bf16, q8_0, q4_0, pq4, pq5, pq8)");
   }
-  const bool pq = type == DType::PQ4 || type == DType::PQ8;
+  const bool pq = is_pq(type);
   if (pq && !pq::valid_group(group)) fail("quantize: ", dtype_name(type), " group size ", group, " is not 32, 64 or 128");
   for (int64_t i = 0; i < rows * cols; ++i)
     if (!std::isfinite(w[i])) fail("quantize: weight [", i / cols, ", ", i % cols, "] is not finite");
@@ -120,6 +120,7 @@ std::vector<uint8_t> quantize(const float* w, int64_t rows, int64_t cols, DType 
           quantize_q4_0(x, cols, dst);
           break;
         case DType::PQ4:
+        case DType::PQ5:
         case DType::PQ8:
           quantize_pq_row(type, x, cols, group, r, out.data());
           break;
@@ -129,9 +130,9 @@ std::vector<uint8_t> quantize(const float* w, int64_t rows, int64_t cols, DType 
     }
   };
   // Threads take whole 16-row tiles (PQ rows of a tile share bytes); only
-  // PQ4's fit costs enough to pay for starting threads.
+  // the PQ4 / PQ5 fit costs enough to pay for starting threads.
   const int64_t tiles = (rows + pq::kTileRows - 1) / pq::kTileRows;
-  const int64_t threads = type == DType::PQ4 && rows * cols >= (int64_t{1} << 16)
+  const int64_t threads = (type == DType::PQ4 || type == DType::PQ5) && rows * cols >= (int64_t{1} << 16)
                               ? std::min<int64_t>(tiles, std::max(1u, std::thread::hardware_concurrency()))
                               : 1;
   auto bound = [&](int64_t t) { return std::min(rows, tiles * t / threads * pq::kTileRows); };

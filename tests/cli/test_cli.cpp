@@ -77,7 +77,7 @@ TEST(Cli, BadInputGivesOneClearError) {
       {"run -m " + stories() + " --draft-model /nonexistent/draft.gguf", "", "/nonexistent/draft.gguf", 1},
       {"info " + pocket::test::stories_tokenizer(), "", "tok512.bin", 1},
       {"convert-draft /nonexistent/draft /tmp/never-written.pocket", "", "/nonexistent/draft/config.json", 1},
-      {"convert-draft /nonexistent/draft /tmp/never-written.pocket --weights q5", "", "--weights", 1},
+      {"convert-draft /nonexistent/draft /tmp/never-written.pocket --weights q3", "", "--weights", 1},
       {"run -m " + stories() + " --ngram-cache /nonexistent/c.ngram", "", "/nonexistent/c.ngram: cannot open", 1},
       {"run -m " + stories() + " --draft oracle --ngram-cache /nonexistent/c.ngram", "", "--draft lookup", 1},
       {"ngram-build -m " + stories() + " --corpus /nonexistent/corpus.txt -o /tmp/never.ngram", "", "/nonexistent/corpus.txt", 1},

@@ -23,7 +23,6 @@
 
 namespace pocket::kernels::test_exact {
 
-inline bool is_pq(DType t) { return t == DType::PQ4 || t == DType::PQ8; }
 
 // A kernel may add up to this much to the stored codes to use an unsigned x
 // signed int8 dot and remove bias * sum(x) afterwards (AVX-512 vpdpbusd does

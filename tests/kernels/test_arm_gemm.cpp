@@ -31,7 +31,7 @@ TEST(ArmGemm, BlocksBatchesTailsAndThreadSplitsMatchTheOneTokenPath) {
   const int ns[] = {2, 3, 9, 17, 38};
   for (Isa isa : supported_isas()) {
     const KernelTable& table = kernel_table(isa);
-    for (DType type : {DType::PQ4, DType::PQ8}) {
+    for (DType type : {DType::PQ4, DType::PQ5, DType::PQ8}) {
       if (!table.matmul[static_cast<int>(type)].int8_acts) continue;
       for (const Shape& s : shapes) {
         const auto w = test::build_weight(type, s.rows, s.cols, s.group, 11 + s.rows);

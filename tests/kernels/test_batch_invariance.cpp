@@ -26,7 +26,7 @@ std::vector<float> random_values(size_t n, uint64_t seed, float range) {
 }
 
 TEST(BatchInvariance, MatmulRowsDoNotDependOnTheBatch) {
-  const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::PQ4, DType::PQ8};
+  const DType types[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::PQ4, DType::PQ5, DType::PQ8};
   const int64_t rows = 48, cols = 256;
   const int n = 33;
   for (Isa isa : supported_isas())

@@ -19,7 +19,7 @@ namespace {
 using test::build_weight;
 using test::Rng;
 
-constexpr DType kTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::PQ4, DType::PQ8};
+constexpr DType kTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::PQ4, DType::PQ5, DType::PQ8};
 
 std::vector<float> random_x(int n, int64_t cols, uint64_t seed) {
   Rng rng(seed);
@@ -77,7 +77,7 @@ class MatmulTest : public testing::TestWithParam<DType> {};
 TEST_P(MatmulTest, EveryIsaMatchesReferenceOnOddShapes) {
   const DType type = GetParam();
   const bool blocked = type == DType::Q8_0 || type == DType::Q4_0;
-  const bool pq = type == DType::PQ4 || type == DType::PQ8;
+  const bool pq = type == DType::PQ4 || type == DType::PQ5 || type == DType::PQ8;
   std::vector<Shape> shapes = {{1, 32, 32}, {17, 64, 32}, {40, 96, 32}};
   if (!blocked) shapes.push_back({33, 200, 64});  // cols not a multiple of 32 or of the group
   if (pq) {
@@ -117,7 +117,7 @@ TEST(Matmul, ArmPqLevelsAgreeBitwise) {
     if (i == Isa::Neon || i == Isa::Dotprod || i == Isa::I8mm) arm.push_back(i);
   if (arm.size() < 2) GTEST_SKIP() << "fewer than two ARM kernel levels on this CPU";
   const Shape shapes[] = {{35, 300, 128}, {17, 64, 32}, {48, 200, 64}};
-  for (DType type : {DType::PQ4, DType::PQ8})
+  for (DType type : {DType::PQ4, DType::PQ5, DType::PQ8})
     for (const Shape& s : shapes)
       for (int n : {1, 2, 3, 4, 5, 17, 33}) {
         SCOPED_TRACE(testing::Message() << dtype_name(type) << " rows=" << s.rows << " cols=" << s.cols
@@ -141,14 +141,17 @@ TEST(Matmul, ArmPqLevelsAgreeBitwise) {
 // wrong; the result is checked against the double reference.
 TEST(Matmul, PqExtremeCodesMatchReference) {
   const int64_t rows = 20, cols = 256;
-  for (DType type : {DType::PQ4, DType::PQ8})
+  for (DType type : {DType::PQ4, DType::PQ5, DType::PQ8})
     for (int group : {32, 128})
       for (int sign : {1, -1}) {
-        const bool q4 = type == DType::PQ4;
-        // Codes: 15 for PQ4 (values s * 15 + m); +-127 for PQ8 times the
-        // activations' sign, so every product has the same sign.
+        const bool q4 = type != DType::PQ8;
+        const float qmax = type == DType::PQ5 ? 31.0f : 15.0f;
+        // Codes: 15 for PQ4, 31 for PQ5 (all bits set: values s * qmax + m);
+        // +-127 for PQ8 times the activations' sign, so every product has
+        // the same sign.
         auto w = build_weight(type, rows, cols, group, 9);
-        const int64_t groups = cols / group, gblock = 16 * (q4 ? group / 2 + 4 : group + 2);
+        const int64_t groups = cols / group;
+        const int64_t gblock = 16 * (q4 ? group / 2 + 4 + (type == DType::PQ5 ? group / 8 : 0) : group + 2);
         const int hdr = q4 ? 64 : 32;
         for (int64_t tile = 0; tile < (rows + 15) / 16; ++tile)
           for (int64_t g = 0; g < groups; ++g) {
@@ -159,7 +162,7 @@ TEST(Matmul, PqExtremeCodesMatchReference) {
               const float s = f16_to_f32(static_cast<uint16_t>(blk[2 * rr] | blk[2 * rr + 1] << 8));
               const float m = q4 ? f16_to_f32(static_cast<uint16_t>(blk[32 + 2 * rr] | blk[33 + 2 * rr] << 8)) : 0.0f;
               for (int64_t k = g * group; k < (g + 1) * group; ++k)
-                w.values[(tile * 16 + rr) * cols + k] = q4 ? s * 15.0f + m : s * 127.0f * sign;
+                w.values[(tile * 16 + rr) * cols + k] = q4 ? s * qmax + m : s * 127.0f * sign;
             }
           }
         const int n = 5;

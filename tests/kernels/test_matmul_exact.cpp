@@ -28,7 +28,7 @@ using namespace test_exact;
 
 // Every weight type this file has an exact reference for; the coverage test
 // below fails if some level gains an int8 kernel for a type not listed.
-constexpr DType kInt8Types[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::PQ4, DType::PQ8};
+constexpr DType kInt8Types[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::PQ4, DType::PQ5, DType::PQ8};
 
 std::vector<float> make_x(int n, int64_t cols, uint64_t seed) { return test::varied_activations(n, cols, seed); }
 
@@ -100,7 +100,7 @@ TEST_P(MatmulExactTest, ExtremeCodesMatchIntegerReference) {
   const auto levels = int8_levels(type);
   if (levels.empty()) GTEST_SKIP() << "no int8 kernel for " << dtype_name(type) << " on this CPU";
   const bool nibble = type == DType::Q4_0 || type == DType::Q4_1 || type == DType::PQ4;
-  const bool five = type == DType::Q5_0 || type == DType::Q5_1;
+  const bool five = type == DType::Q5_0 || type == DType::Q5_1 || type == DType::PQ5;
   const int lo = nibble || five ? 0 : (type == DType::Q8_0 ? -128 : -127), hi = nibble ? 15 : five ? 31 : 127;
   const int64_t rows = 37, cols = 256;
   const int n = 5;
@@ -173,7 +173,7 @@ TEST(MatmulExact, ReferenceAgreesWithEncodedValues) {
 
 // Every level's int8 kernels are covered: no level may have an int8 kernel
 // for a type that neither this file nor test_matmul_kquant.cpp (the
-// K-quants) has a reference for, and every SIMD level has all ten.
+// K-quants) has a reference for, and every SIMD level has all eleven.
 TEST(MatmulExact, CoversEveryInt8Kernel) {
   std::set<DType> covered(std::begin(kInt8Types), std::end(kInt8Types));
   covered.insert({DType::Q4_K, DType::Q5_K, DType::Q6_K});
@@ -187,7 +187,7 @@ TEST(MatmulExact, CoversEveryInt8Kernel) {
           << isa_name(isa) << " has an int8 kernel for " << dtype_name(static_cast<DType>(i))
           << ", which no exact test has a reference for";
     }
-    EXPECT_EQ(count, isa == Isa::Scalar ? 0 : 10) << isa_name(isa);
+    EXPECT_EQ(count, isa == Isa::Scalar ? 0 : 11) << isa_name(isa);
   }
 }
 

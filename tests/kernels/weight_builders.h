@@ -24,7 +24,7 @@ struct BuiltWeight {
   std::vector<float> values;  // rows * cols, the exact values encoded
   TensorView view;
   // Quantized types only: the integer code of each element as stored (Q4_0,
-  // Q4_1 and PQ4: the unsigned nibble 0..15; Q5_0/Q5_1: 0..31; Q8_0 and PQ8: the signed byte) and,
+  // Q4_1 and PQ4: the unsigned nibble 0..15; Q5_0/Q5_1/PQ5: 0..31; Q8_0 and PQ8: the signed byte) and,
   // per row and block of 32 columns (rows * ceil(cols / 32)), the scale and
   // offset with value = scale * code + offset (Q4_0: offset = -8 * d).
   std::vector<int> codes;
@@ -33,8 +33,8 @@ struct BuiltWeight {
 
 // Chooses the code of element (r, k) instead of the random one (the random
 // draw still happens, so the scales are those of the same seed). It must
-// return a code the type can store: 0..15 for Q4_0, Q4_1 and PQ4, 0..31 for Q5_0
-// and Q5_1, -128..127 for
+// return a code the type can store: 0..15 for Q4_0, Q4_1 and PQ4, 0..31 for Q5_0,
+// Q5_1 and PQ5, -128..127 for
 // Q8_0, -127..127 for PQ8.
 using CodeFn = std::function<int(int64_t r, int64_t k)>;
 
@@ -54,7 +54,7 @@ inline BuiltWeight build_weight(DType type, int64_t rows, int64_t cols, int grou
   auto val = [&](int64_t r, int64_t k) -> float& { return w.values[static_cast<size_t>(r * cols + k)]; };
   const int64_t blocks32 = (cols + 31) / 32;
   const bool quantized = type == DType::Q8_0 || type == DType::Q4_0 || type == DType::Q4_1 || type == DType::Q5_0 ||
-                         type == DType::Q5_1 || type == DType::PQ4 || type == DType::PQ8;
+                         type == DType::Q5_1 || type == DType::PQ4 || type == DType::PQ5 || type == DType::PQ8;
   if (quantized) {
     w.codes.assign(static_cast<size_t>(rows * cols), 0);
     w.block_scale.assign(static_cast<size_t>(rows * blocks32), 0.0f);
@@ -142,10 +142,14 @@ inline BuiltWeight build_weight(DType type, int64_t rows, int64_t cols, int grou
       break;
     }
     case DType::PQ4:
+    case DType::PQ5:
     case DType::PQ8: {
-      const bool q4 = type == DType::PQ4;
+      // PQ5 is PQ4 (q4 below) with a fifth bit per code: per 32 columns, the
+      // 256 bytes of PQ4's 4 chunks, then a 64-byte plane whose byte i holds,
+      // at bit 2c + h, bit 4 of the code in nibble h of the chunk-c byte i.
+      const bool q4 = type != DType::PQ8, five = type == DType::PQ5;
       const int64_t groups = (cols + group - 1) / group, tiles = (rows + 15) / 16;
-      const int64_t gblock = 16 * (q4 ? group / 2 + 4 : group + 2);
+      const int64_t gblock = 16 * (q4 ? group / 2 + 4 + (five ? group / 8 : 0) : group + 2);
       w.bytes.assign(static_cast<size_t>(tiles * groups * gblock), 0);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t g = 0; g < groups; ++g) {
@@ -158,7 +162,14 @@ inline BuiltWeight build_weight(DType type, int64_t rows, int64_t cols, int grou
           size_t data = blk + (q4 ? 64 : 32);
           for (int64_t k = 0; k < group && g * group + k < cols; k += 32) set_block(r, g * group + k, s, m);
           for (int64_t k = 0; k < group && g * group + k < cols; ++k) {
-            if (q4) {
+            if (five) {
+              int q = pick(r, g * group + k, static_cast<int>(rng.next() % 32), 0, 31);
+              const size_t sub = data + (k / 32) * 320, i = static_cast<size_t>(4 * rr + k % 4);
+              const int c = static_cast<int>(k % 32 / 8), h = (k % 8) < 4 ? 0 : 1;
+              w.bytes[sub + 64 * c + i] |= static_cast<uint8_t>((q & 15) << (4 * h));
+              if (q & 16) w.bytes[sub + 256 + i] |= static_cast<uint8_t>(1u << (2 * c + h));
+              val(r, g * group + k) = s * q + m;
+            } else if (q4) {
               int q = pick(r, g * group + k, static_cast<int>(rng.next() % 16), 0, 15);
               size_t at = data + (k / 8) * 64 + 4 * rr + (k % 4);
               w.bytes[at] |= static_cast<uint8_t>((k % 8) < 4 ? q : q << 4);
@@ -180,7 +191,7 @@ inline BuiltWeight build_weight(DType type, int64_t rows, int64_t cols, int grou
   w.view.shape = {rows, cols};
   w.view.data = w.bytes.data();
   w.view.nbytes = w.bytes.size();
-  w.view.group = (type == DType::PQ4 || type == DType::PQ8) ? group : 0;
+  w.view.group = (type == DType::PQ4 || type == DType::PQ5 || type == DType::PQ8) ? group : 0;
   return w;
 }
 

@@ -1,6 +1,6 @@
 // Guarantee (3): a pruned model's logits over kept tokens are the original's
 // bit for bit (the token rows are copied, never recomputed), for each model
-// format prune-vocab writes: Pocket (PQ4 and PQ8 tiles), GGUF, and a Hugging
+// format prune-vocab writes: Pocket (PQ4, PQ5 and PQ8 tiles), GGUF, and a Hugging
 // Face folder; tied and untied output heads. The models are made by
 // `pocket create --tokenizer` (convert::create_model) with a small real
 // byte-level vocabulary.
@@ -153,6 +153,13 @@ TEST(PruneModel, PocketFileTiedPq4) {
   const std::string in = make_pocket(dir, "tiny-qwen3", DType::PQ4);
   expect_kept_logits_identical(dir, in, dir.file("pruned.pocket"));
   EXPECT_TRUE(fs::exists(dir.file("pruned.vocab_map.json")));
+}
+
+// PQ5: each row's fifth bits sit in 4 bytes of its sub-blocks' planes.
+TEST(PruneModel, PocketFileTiedPq5) {
+  test::TempDir dir;
+  const std::string in = make_pocket(dir, "tiny-qwen3", DType::PQ5);
+  expect_kept_logits_identical(dir, in, dir.file("pruned.pocket"));
 }
 
 TEST(PruneModel, PocketFileUntiedPq8) {

@@ -49,7 +49,7 @@ TensorView view_of(const std::vector<uint8_t>& bytes, DType t, int64_t rows, int
 
 std::vector<float> round_trip(const std::vector<float>& w, int64_t rows, int64_t cols, DType t, int group) {
   auto bytes = quantize(w.data(), rows, cols, t, group);
-  auto view = view_of(bytes, t, rows, cols, (t == DType::PQ4 || t == DType::PQ8) ? group : 0);
+  auto view = view_of(bytes, t, rows, cols, is_pq(t) ? group : 0);
   EXPECT_EQ(bytes.size(), tensor_nbytes(t, view.shape, view.group, "q"));
   std::vector<float> out(static_cast<size_t>(rows * cols));
   for (int64_t r = 0; r < rows; ++r) kernels::dequant_row(view, r, out.data() + r * cols);
@@ -71,7 +71,7 @@ void expect_within_half_step(DType t, int group, int64_t rows, int64_t cols) {
   SCOPED_TRACE(testing::Message() << dtype_name(t) << " group " << group << " " << rows << "x" << cols);
   auto w = uniform_data(rows * cols, 3 + cols);
   auto d = round_trip(w, rows, cols, t, group);
-  const int g = (t == DType::PQ4 || t == DType::PQ8) ? group : (t == DType::Q8_0 || t == DType::Q4_0 ? 32 : 1);
+  const int g = is_pq(t) ? group : (t == DType::Q8_0 || t == DType::Q4_0 ? 32 : 1);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t k0 = 0; k0 < cols; k0 += g) {
       float lo = 0, hi = 0, amax = 0;
@@ -86,7 +86,7 @@ void expect_within_half_step(DType t, int group, int64_t rows, int64_t cols) {
         case DType::BF16: step = amax * std::ldexp(1.0, -7); break;
         case DType::Q8_0: case DType::PQ8: step = amax / 127.0; break;
         case DType::Q4_0: step = 2 * amax / 8.0; break;
-        case DType::PQ4: step = hi - lo; break;  // sanity only
+        case DType::PQ4: case DType::PQ5: step = hi - lo; break;  // sanity only
       }
       double tol = step / 2 * 1.01 + amax * std::ldexp(1.0, -10) * 16 + 1e-7;
       for (int64_t k = k0; k < std::min(cols, k0 + g); ++k)
@@ -97,24 +97,25 @@ void expect_within_half_step(DType t, int group, int64_t rows, int64_t cols) {
 TEST(Quantize, RoundTripWithinHalfAStep) {
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0})
     expect_within_half_step(t, 0, 5, 96);
-  for (DType t : {DType::PQ4, DType::PQ8})
+  for (DType t : {DType::PQ4, DType::PQ5, DType::PQ8})
     for (int g : {32, 64, 128}) {
       expect_within_half_step(t, g, 18, 256);
       expect_within_half_step(t, g, 3, 200);  // partial tile and tail group
     }
 }
 
-// PQ4 min/max round-to-nearest, written here independently of the library.
-std::vector<float> pq4_minmax_rtn(const std::vector<float>& w, int64_t cols, int g) {
+// PQ4 (qmax 15) / PQ5 (qmax 31) min/max round-to-nearest, written here
+// independently of the library.
+std::vector<float> pq4_minmax_rtn(const std::vector<float>& w, int64_t cols, int g, float qmax = 15) {
   std::vector<float> out(w.size());
   for (size_t r0 = 0; r0 < w.size(); r0 += static_cast<size_t>(cols))
     for (int64_t k0 = 0; k0 < cols; k0 += g) {
       const float* x = &w[r0 + k0];
       int n = static_cast<int>(std::min<int64_t>(g, cols - k0));
       float lo = *std::min_element(x, x + n), hi = *std::max_element(x, x + n);
-      float s = f16_to_f32(f32_to_f16((hi - lo) / 15)), m = f16_to_f32(f32_to_f16(lo));
+      float s = f16_to_f32(f32_to_f16((hi - lo) / qmax)), m = f16_to_f32(f32_to_f16(lo));
       for (int i = 0; i < n; ++i) {
-        float q = s > 0 ? std::clamp(std::nearbyint((x[i] - m) / s), 0.0f, 15.0f) : 0.0f;
+        float q = s > 0 ? std::clamp(std::nearbyint((x[i] - m) / s), 0.0f, qmax) : 0.0f;
         out[r0 + k0 + i] = s * q + m;
       }
     }
@@ -138,6 +139,24 @@ TEST(Quantize, Pq4SearchBeatsRoundToNearest) {
       if (g == 32) {
         EXPECT_LT(pq4, q4_0);  // same group size as Q4_0
       }
+    }
+  }
+}
+
+// PQ5's 32 levels: the same search as PQ4's over twice the codes beats its
+// own min/max round-to-nearest and has about a quarter of PQ4's error.
+TEST(Quantize, Pq5SearchBeatsRoundToNearestAndPq4) {
+  const int64_t rows = 64, cols = 512;
+  for (int kind = 0; kind < 2; ++kind) {
+    auto w = kind == 0 ? uniform_data(rows * cols, 21) : heavy_tailed_data(rows * cols, 22);
+    for (int g : {32, 64, 128}) {
+      const double pq5 = mse(w, round_trip(w, rows, cols, DType::PQ5, g));
+      const double pq4 = mse(w, round_trip(w, rows, cols, DType::PQ4, g));
+      const double rtn = mse(w, pq4_minmax_rtn(w, cols, g, 31));
+      SCOPED_TRACE(testing::Message() << (kind ? "heavy-tailed" : "uniform") << " group " << g << ": pq5 " << pq5
+                                      << " pq4 " << pq4 << " minmax-rtn(31) " << rtn);
+      EXPECT_LT(pq5, rtn);
+      EXPECT_LT(pq5, 0.4 * pq4);
     }
   }
 }
