@@ -13,7 +13,7 @@ void ModelOptions::add_to(CLI::App& app) {
   app.add_option("-c,--ctx-size", context, "Context size in tokens (default: the model's, at most 4096)")
       ->check(CLI::Range(1, 1 << 22));
   app.add_flag("--exact-kquants", exact_kquants,
-               "Run GGUF Q4_K weights as stored; by default they run as PQ4 with fp16-rounded sub-block scales "
+               "Run GGUF Q4_K / Q5_K weights as stored; by default they run as PQ4 / PQ5 with fp16-rounded sub-block scales "
                "(values within 2^-11 of a scale, several times the prefill speed)");
 }
 

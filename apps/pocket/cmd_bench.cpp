@@ -104,7 +104,7 @@ void add_bench(CLI::App& app, int& rc) {
       ->check(CLI::Range(1, 1 << 24));
   add_kv_option(*sub, a->kv);
   sub->add_flag("--json", a->json, "Print one JSON object instead of a table");
-  sub->add_flag("--exact-kquants", a->opt.exact_kquants, "Run GGUF Q4_K weights as stored (default: as PQ4, see `pocket run --help`)");
+  sub->add_flag("--exact-kquants", a->opt.exact_kquants, "Run GGUF Q4_K / Q5_K weights as stored (default: as PQ4 / PQ5, see `pocket run --help`)");
   sub->add_option("--verify", a->verify,
                   "Speculative decoding: cost of verifying K tokens in one forward vs one decode step, and the oracle "
                   "ceiling, for each K given (e.g. --verify 2,4,8,16,32)")

@@ -185,7 +185,7 @@ void add_eval(CLI::App& app, int& rc) {
   add_kv_option(*sub, a->kv);
   sub->add_flag("--json", a->json, "Print the results as JSON");
   sub->add_flag("--exact-kquants", a->exact_kquants,
-                "Run MODEL's GGUF Q4_K weights as stored (the reference always runs them as stored)");
+                "Run MODEL's GGUF Q4_K / Q5_K weights as stored (the reference always runs them as stored)");
   sub->footer(
       "Every text token is scored once, in strided windows: windows of --ctx tokens start every --stride tokens\n"
       "and each scores only the tokens earlier windows did not, so past the first window every scored token has\n"

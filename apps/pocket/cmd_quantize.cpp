@@ -45,11 +45,11 @@ void add_quantize(CLI::App& app, int& rc) {
   CLI::App* sub = app.add_subcommand("quantize", "Re-quantize a model (any supported format) into a Pocket file");
   sub->add_option("input", a->in, "Model file or folder")->required();
   sub->add_option("output", a->out, "Pocket file to write")->required();
-  sub->add_option("--weights", a->weights, "Type of the layer matrices: q4, q8, f16, f32 or source (default q4). source keeps "
-                  "a GGUF's own grid: Q4_0/Q4_1/Q4_K become q4 with their codes, wider types q8 (group 32)");
+  sub->add_option("--weights", a->weights, "Type of the layer matrices: q4, q5, q8, f16, f32 or source (default q4). source keeps "
+                  "a GGUF's own grid: Q4_0/Q4_1/Q4_K become q4, Q5_0/Q5_1 q5 with their codes, wider types q8 (group 32)");
   sub->add_option("--group", a->group, "Quantization group size: 32, 64 or 128 (default 64; 32 with --weights source)");
-  sub->add_option("--embed", a->embed, "Type of the token embedding (and tied output head): q4, q8 or f16 (default q4)");
-  sub->add_option("--head", a->head, "Type of an untied output head: q4, q8 or f16 (default: as --embed)");
+  sub->add_option("--embed", a->embed, "Type of the token embedding (and tied output head): q4, q5, q8 or f16 (default q4)");
+  sub->add_option("--head", a->head, "Type of an untied output head: q4, q5, q8 or f16 (default: as --embed)");
   sub->add_option("--keep-f32", a->keep_f32,
                   "Leave tensors whose name contains this text in f32 (repeatable; e.g. ffn_down)");
   sub->add_option("--tokenizer", a->tokenizer, "Tokenizer file (llama2.c tokenizer.bin or tokenizer.json)");

@@ -7,7 +7,7 @@
 // baseline before the model is opened):
 //  - weights: every page of the file mappings (Pocket touches them all at
 //    load, and touched file-backed pages are in RSS like any other), less
-//    the pages of Q4_0, Q5_0, Q8_0 (and Q4_K) matrices repacked at load plus their
+//    the pages of Q4_0, Q5_0, Q5_1, Q8_0 (and Q4_K) matrices repacked at load plus their
 //    copies, plus the pieces being built during the load (one per repacking
 //    thread);
 //  - tokenizer: the vocabulary and merge tables (an estimate from their sizes);

@@ -71,7 +71,7 @@ void quantize_model(const std::string& in, const std::string& out, const Quantiz
   if (c.arch != Arch::Llama && c.rope_style != RopeStyle::Halves)
     fail(in, ": ", arch_name(c.arch), " model with adjacent-pair RoPE cannot be stored as a Pocket file");
   const bool permute_qk = c.arch == Arch::Llama && c.rope_style == RopeStyle::Halves;
-  if (opt.source_grid && opt.plain_gguf) fail("--weights source writes PQ4/PQ8, which --format gguf cannot hold");
+  if (opt.source_grid && opt.plain_gguf) fail("--weights source writes PQ4/PQ5/PQ8, which --format gguf cannot hold");
   if (opt.source_grid && opt.group != 32)
     fail("--weights source: the group size must be 32 (one PQ group per source block), not ", opt.group);
 

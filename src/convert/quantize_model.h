@@ -22,10 +22,10 @@ struct QuantizeOptions {
   // Write a plain GGUF instead of a Pocket file: the tokenizer as
   // tokenizer.ggml.* metadata, no pocket.* keys, llama.cpp's default
   // alignment (32), so llama.cpp and gguf-py read it. Only F16 and F32
-  // tensors: PQ4/PQ8 are Pocket's own types.
+  // tensors: PQ4/PQ5/PQ8 are Pocket's own types.
   bool plain_gguf = false;
   // Keep each weight's own grid (quant/source_grid.h): Q4_0/Q4_1/Q4_K become
-  // PQ4 with their codes, Q5_0/Q8_0 PQ8 with theirs, every other type (and
+  // PQ4 with their codes, Q5_0/Q5_1 PQ5 and Q8_0 PQ8 with theirs, every other type (and
   // float weights) PQ8 from its values. `weights` is then unused, group must
   // be 32, and the embedding/head follow the source unless embed_given /
   // head_given.

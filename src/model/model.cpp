@@ -154,16 +154,17 @@ int Model::repack_threads() {
 }
 
 bool Model::repacks_at_load(DType t, bool kquants) {
-  return t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q8_0 || (t == DType::Q4_K && kquants);
+  return t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q8_0 ||
+         ((t == DType::Q4_K || t == DType::Q5_K) && kquants);
 }
 
-// GGUF Q4_0, Q5_0 and Q8_0 matrices (and Q4_K ones when `kquants`) become
-// PQ4 / PQ8 (group 32) copies, so they run on the tiled PQ kernels instead
-// of the row-major block kernels (on Gemma 3 270M's Q4_K_M file: ~3.7x the
-// GEMM speed of Q8_0 and Q5_0, and GEMVs near the bandwidth instead of at
-// 53-66% of it): Q4_0, Q5_0 and Q8_0 with exactly the same values (Q5_0's
-// 5.5 bits per weight become PQ8's 8.5: +23 MB on Gemma), Q4_K within the
-// fp16 rounding of its sub-block scales (quant/source_grid.h, the same
+// GGUF Q4_0, Q5_0, Q5_1 and Q8_0 matrices (and Q4_K / Q5_K ones when `kquants`)
+// become PQ4 / PQ5 / PQ8 (group 32) copies, so they run on the tiled PQ
+// kernels instead of the row-major block kernels (on Gemma 3 270M's Q4_K_M
+// file: ~3.7x the GEMM speed of Q8_0 and Q5_0, and GEMVs near the bandwidth
+// instead of at 53-66% of it): Q4_0, Q5_0, Q5_1 and Q8_0 with exactly the
+// same values (Q5_0's 5.5 bits per weight become PQ5's 6), Q4_K / Q5_K within
+// the fp16 rounding of their sub-block scales (quant/source_grid.h, the same
 // re-layout `pocket quantize --weights source` writes). The work is split
 // into pieces of kRepackRows rows run in parallel, and each piece gives its
 // file pages back as soon as it is written, so even a 178 MB tied embedding

@@ -51,18 +51,18 @@ struct Context {
 
 class Model {
  public:
-  // exact_kquants: keep GGUF Q4_K matrices as stored instead of running them
-  // as PQ4 with fp16-rounded sub-block scales (quant/source_grid.h: values within
+  // exact_kquants: keep GGUF Q4_K / Q5_K matrices as stored instead of running them
+  // as PQ4 / PQ5 with fp16-rounded sub-block scales (quant/source_grid.h: values within
   // 2^-11 of a scale; prefill several times faster).
   explicit Model(std::shared_ptr<const ModelFile> file, bool exact_kquants = false);
 
   const ModelConfig& config() const { return cfg_; }
   const ModelFile& file() const { return *file_; }
   // Weights re-laid out at load for faster kernels (GGUF Q4_0 as PQ4, Q5_0
-  // and Q8_0 as PQ8, the same values exactly, and Q4_K as PQ4 unless
+  // and Q5_1 as PQ5, Q8_0 as PQ8, the same values exactly, and Q4_K / Q5_K as PQ4 / PQ5 unless
   // exact_kquants: quant/source_grid.h); their file pages are released.
   int repacked_weights() const { return static_cast<int>(repacked_.size()); }
-  // Whether a matrix of type `t` is repacked at load (kquants: Q4_K too).
+  // Whether a matrix of type `t` is repacked at load (kquants: Q4_K and Q5_K too).
   static bool repacks_at_load(DType t, bool kquants);
   // Threads that repack at load, and the rows each has in flight (budget/).
   static int repack_threads();

@@ -18,7 +18,8 @@ constexpr int kGroup = 32;
 float half_at(const uint8_t* p) { return f16_to_f32(static_cast<uint16_t>(p[0] | p[1] << 8)); }
 
 // One block of 32 of the source as PQ wants it: value = s * q[i] + m
-// (m = 0 for PQ8 targets), in float before the fp16 rounding of s and m.
+// (m = 0 for PQ8 targets), in float before the fp16 rounding of s and m
+// (exact for every type but Q4_K: -8d and -16d are fp16 values when finite).
 struct Group32 {
   float s = 0, m = 0;
   int q[kGroup];
@@ -29,8 +30,10 @@ int64_t source_block_bytes(DType t) {
     case DType::Q4_0: return 18;
     case DType::Q4_1: return 20;
     case DType::Q5_0: return 22;
+    case DType::Q5_1: return 24;
     case DType::Q8_0: return 34;
     case DType::Q4_K: return 144;  // per 256 columns
+    case DType::Q5_K: return 176;
     default: return 0;
   }
 }
@@ -51,13 +54,15 @@ void decode_group(DType t, const uint8_t* row, int64_t g, Group32& out) {
         out.q[l + 16] = byte >> 4;
       }
       break;
-    case DType::Q5_0: {
-      const uint32_t qh = kernels::gguf_u32(b + 2);
+    case DType::Q5_0:
+    case DType::Q5_1: {  // d, [m,] 4 bytes of fifth bits, 16 bytes of nibbles
+      const int at = t == DType::Q5_0 ? 2 : 4;
+      const uint32_t qh = kernels::gguf_u32(b + at);
       out.s = d;
-      out.m = 0;
+      out.m = t == DType::Q5_0 ? -16.0f * d : half_at(b + 2);
       for (int l = 0; l < 16; ++l) {
-        out.q[l] = ((b[6 + l] & 0x0f) | ((qh >> l) & 1) << 4) - 16;
-        out.q[l + 16] = ((b[6 + l] >> 4) | ((qh >> (l + 16)) & 1) << 4) - 16;
+        out.q[l] = (b[at + 4 + l] & 0x0f) | ((qh >> l) & 1) << 4;
+        out.q[l + 16] = (b[at + 4 + l] >> 4) | ((qh >> (l + 16)) & 1) << 4;
       }
       break;
     }
@@ -80,7 +85,8 @@ double half_rounding(double v) { return std::max(std::fabs(v) * 0x1p-11, 0x1p-25
 }  // namespace
 
 DType source_grid_type(DType t) {
-  return t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q4_K ? DType::PQ4 : DType::PQ8;
+  if (t == DType::Q4_0 || t == DType::Q4_1 || t == DType::Q4_K) return DType::PQ4;
+  return t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q5_K ? DType::PQ5 : DType::PQ8;
 }
 
 namespace {
@@ -94,10 +100,17 @@ struct RowSink {
   DType to = DType::PQ4;
 };
 
-// PQ4 codes, chunk c, byte 4 rr + k: element 8c + k low nibble, 8c + 4 + k high.
-void put_pq4_codes(uint8_t* data, int rr, const int* q) {
+// PQ4 codes, chunk c, byte 4 rr + k: element 8c + k low nibble, 8c + 4 + k
+// high; PQ5 adds their fifth bits at bits 2c and 2c + 1 of plane byte 4 rr + k.
+void put_pq4_codes(uint8_t* data, int rr, const int* q, bool pq5) {
+  uint8_t plane[4] = {0, 0, 0, 0};
   for (int c = 0; c < kGroup / 8; ++c)
-    for (int k = 0; k < 4; ++k) data[c * 64 + 4 * rr + k] = static_cast<uint8_t>(q[8 * c + k] | q[8 * c + 4 + k] << 4);
+    for (int k = 0; k < 4; ++k) {
+      const int lo = q[8 * c + k], hi = q[8 * c + 4 + k];
+      data[c * 64 + 4 * rr + k] = static_cast<uint8_t>((lo & 0x0f) | (hi & 0x0f) << 4);
+      plane[k] |= static_cast<uint8_t>((lo >> 4 & 1) << (2 * c) | (hi >> 4 & 1) << (2 * c + 1));
+    }
+  if (pq5) std::memcpy(data + pq::kPlaneOffset + 4 * rr, plane, 4);
 }
 
 // Writes one group's fp16 s (and m for PQ4) into the sink; false when either
@@ -108,16 +121,19 @@ bool put_header(const RowSink& out, int64_t g, float s, float m) {
   if (!out.tile) return true;
   uint8_t* blk = out.tile + g * out.gbytes;
   std::memcpy(blk + 2 * out.rr, &s_bits, 2);  // little-endian hosts only, as the rest of Pocket
-  if (out.to == DType::PQ4) std::memcpy(blk + 32 + 2 * out.rr, &m_bits, 2);
+  if (out.to != DType::PQ8) std::memcpy(blk + 32 + 2 * out.rr, &m_bits, 2);
   return true;
 }
 
-// Q4_K straight from its super-blocks: the packed scales and mins are
-// unpacked once per 256 columns and the nibbles move without an
+// Q4_K (Q5_K) straight from its super-blocks: the packed scales and mins
+// are unpacked once per 256 columns and the nibbles move without an
 // intermediate array (the load-time repack of a 0.3B model's matrices).
-bool repack_q4k_row(const uint8_t* row, int64_t groups, const RowSink& out) {
+// Q5_K adds 32 bytes of fifth bits before the nibbles: bit j of byte l is
+// that of element l of sub-block j, which PQ5 keeps in its plane.
+bool repack_kquant_row(const uint8_t* row, int64_t groups, const RowSink& out, bool five) {
+  const int block_bytes = five ? 176 : 144, qs_at = five ? 48 : 16;
   for (int64_t sb = 0; sb < groups / 8; ++sb) {
-    const uint8_t* b = row + sb * 144;
+    const uint8_t* b = row + sb * block_bytes;
     uint64_t scales, mins;
     kernels::kquant_scales_mins(b + 4, scales, mins);
     const float d = half_at(b), dmin = half_at(b + 2);
@@ -127,13 +143,21 @@ bool repack_q4k_row(const uint8_t* row, int64_t groups, const RowSink& out) {
       const float m = -(dmin * static_cast<float>(mins >> (8 * j) & 0xff));
       if (!put_header(out, g, s, m)) return false;
       if (!out.tile) continue;
-      const uint8_t* qs = b + 16 + 32 * (j / 2);
+      const uint8_t* qs = b + qs_at + 32 * (j / 2);
       const int shift = 4 * (j % 2);
       uint8_t* data = out.tile + g * out.gbytes + out.hdr + 4 * out.rr;
       for (int c = 0; c < kGroup / 8; ++c)
         for (int k = 0; k < 4; ++k)
           data[c * 64 + k] =
               static_cast<uint8_t>((qs[8 * c + k] >> shift & 0x0f) | (qs[8 * c + 4 + k] >> shift & 0x0f) << 4);
+      if (!five) continue;
+      const uint8_t* qh = b + 16;  // bit j of qh[l]: element l of sub-block j
+      for (int k = 0; k < 4; ++k) {
+        uint8_t plane = 0;
+        for (int c = 0; c < kGroup / 8; ++c)
+          plane |= static_cast<uint8_t>((qh[8 * c + k] >> j & 1) << (2 * c) | (qh[8 * c + 4 + k] >> j & 1) << (2 * c + 1));
+        data[pq::kPlaneOffset + k] = plane;
+      }
     }
   }
   return true;
@@ -192,7 +216,7 @@ bool repack_q8_0_tile(const uint8_t* src, int64_t row_bytes, int64_t groups, uin
 }
 
 bool repack_row(DType t, const uint8_t* row, int64_t groups, const RowSink& out) {
-  if (t == DType::Q4_K) return repack_q4k_row(row, groups, out);
+  if (t == DType::Q4_K || t == DType::Q5_K) return repack_kquant_row(row, groups, out, t == DType::Q5_K);
   if (t == DType::Q8_0) return repack_q8_0_row(row, groups, out);
   Group32 grp;
   for (int64_t g = 0; g < groups; ++g) {
@@ -200,8 +224,8 @@ bool repack_row(DType t, const uint8_t* row, int64_t groups, const RowSink& out)
     if (!put_header(out, g, grp.s, grp.m)) return false;
     if (!out.tile) continue;
     uint8_t* data = out.tile + g * out.gbytes + out.hdr;
-    if (out.to == DType::PQ4) {
-      put_pq4_codes(data, out.rr, grp.q);
+    if (out.to != DType::PQ8) {
+      put_pq4_codes(data, out.rr, grp.q, out.to == DType::PQ5);
     } else {  // PQ8 chunk c, bytes 4 rr..4 rr + 3: elements 4c..4c + 3
       int8_t q8[kGroup];
       for (int k = 0; k < kGroup; ++k) q8[k] = static_cast<int8_t>(grp.q[k]);
@@ -214,7 +238,7 @@ bool repack_row(DType t, const uint8_t* row, int64_t groups, const RowSink& out)
 // Bytes per row and per block of `w`, or 0 when it has no block-for-block PQ form.
 int64_t repackable_row_bytes(const TensorView& w) {
   const int64_t bb = source_block_bytes(w.type);
-  const int64_t per_block = w.type == DType::Q4_K ? 256 : kGroup;
+  const int64_t per_block = w.type == DType::Q4_K || w.type == DType::Q5_K ? 256 : kGroup;
   if (bb == 0 || w.shape.size() != 2 || w.cols() % per_block != 0) return 0;
   const int64_t row_bytes = w.cols() / per_block * bb;
   if (w.nbytes < static_cast<uint64_t>(w.rows() * row_bytes)) return 0;
@@ -277,6 +301,6 @@ std::vector<uint8_t> repack_rows_to_pq(const TensorView& w, int64_t row0, int64_
   return std::move(*out);
 }
 
-double pq_grid_error_bound(double s, double m) { return 15 * half_rounding(s) + half_rounding(m); }
+double pq_grid_error_bound(double s, double m, int qmax) { return qmax * half_rounding(s) + half_rounding(m); }
 
 }  // namespace pocket::quant

@@ -66,7 +66,7 @@ TEST(Gemma3Real, PromptsTokenizeAsInLlamaCpp) {
 // scale per 32 or, for the K-quants, per 256 columns) for the same weights,
 // each with its own rounding and summation order; logits run from about -10
 // to 25. Measured on AVX-512 VNNI: largest difference 1.11 since the Q5_0
-// and Q8_0 matrices run as PQ8 copies (1.81 on the row-major block
+// and Q8_0 matrices run as PQ copies (1.81 on the row-major block
 // kernels, in a 16-token chat prompt), median about 0.3. And Pocket's own greedy continuation
 // equals llama.cpp's up to the first step whose top two logits (in
 // llama.cpp) are closer than 0.5 -- from there either choice is fair
@@ -122,7 +122,7 @@ TEST(Gemma3Real, FastForwardMatchesLlamaCppOnTheSameFile) {
 TEST(Gemma3Real, DefaultLoadWithQ4KAsPq4StaysCloseToLlamaCpp) {
   POCKET_NEED_GEMMA3(path);
   LoadedModel m = load_model(path);
-  EXPECT_EQ(m.model->repacked_weights(), 27 + 81 + 10);  // Q4_K as PQ4; Q5_0 and Q8_0 (the embedding and 9 more) as PQ8
+  EXPECT_EQ(m.model->repacked_weights(), 27 + 81 + 10);  // Q4_K as PQ4, Q5_0 as PQ5, Q8_0 (the embedding and 9 more) as PQ8
   const int V = m.model->config().vocab_size;
   ThreadPool pool(2);
   const json ref = reference("llama_cpp_reference.json");

@@ -153,17 +153,19 @@ TEST_P(KQuantModel, FastForwardMatchesTheReferenceOnTheSameFile) {
             << "prefill row " << i;
     }
   };
-  // Q4_K matrices run as PQ4 copies by default (quant/source_grid.h: scales
-  // within 2^-11 relative) and as stored with exact_kquants: both within
-  // the same bound of the reference. Q5_0 (and Q4_0, Q8_0) run as exact PQ
-  // copies either way.
+  // Q4_K / Q5_K matrices run as PQ4 / PQ5 copies by default
+  // (quant/source_grid.h: scales within 2^-11 relative) and as stored with
+  // exact_kquants: both within
+  // the same bound of the reference. Q5_0, Q5_1 (and Q4_0, Q8_0) run as
+  // exact PQ copies either way.
   int q4k = 0, exact = 0;
   for (const auto& [name, t] : file->tensors) {
-    q4k += t.shape.size() == 2 && t.type == DType::Q4_K;
-    exact += t.shape.size() == 2 && (t.type == DType::Q5_0 || t.type == DType::Q4_0 || t.type == DType::Q8_0);
+    q4k += t.shape.size() == 2 && (t.type == DType::Q4_K || t.type == DType::Q5_K);
+    exact += t.shape.size() == 2 && (t.type == DType::Q5_0 || t.type == DType::Q5_1 || t.type == DType::Q4_0 ||
+                                     t.type == DType::Q8_0);
   }
   {
-    SCOPED_TRACE("Q4_K as PQ4");
+    SCOPED_TRACE("Q4_K / Q5_K as PQ4 / PQ5");
     Model model(file);
     EXPECT_EQ(model.repacked_weights(), q4k + exact);
     check(model);

@@ -1,8 +1,8 @@
 // GGUF weights converted to PQ with their own grid (quant/source_grid.h):
-// Q4_K keeps every code and rounds each sub-block's d*sc and dmin*m to fp16
-// once, so every value is within pq_grid_error_bound() of the source's (in
-// double, from the block fields); Q4_0, Q4_1, Q5_0 and Q8_0 come out bit for
-// bit; chunked conversion equals the whole; types or scales without an
+// Q4_K (Q5_K) keeps every code and rounds each sub-block's d*sc and dmin*m
+// to fp16 once, so every value is within pq_grid_error_bound() of the
+// source's (in double, from the block fields); Q4_0, Q4_1, Q5_0, Q5_1 and
+// Q8_0 come out bit for bit; chunked conversion equals the whole; types or scales without an
 // exact form are refused.
 #include <gtest/gtest.h>
 
@@ -27,8 +27,9 @@ struct KTensor {
   TensorView view;
 };
 
-// Random Q4_K fields, d and dmin in [d_lo, d_hi).
-KTensor random_q4_k(int64_t rows, int64_t cols, uint64_t seed, float d_lo, float d_hi) {
+// Random Q4_K (or Q5_K) fields, d and dmin in [d_lo, d_hi).
+KTensor random_q4_k(int64_t rows, int64_t cols, uint64_t seed, float d_lo, float d_hi, DType type = DType::Q4_K) {
+  const int qmax = type == DType::Q5_K ? 31 : 15;
   test::Rng rng(seed);
   KTensor t;
   for (int64_t b = 0; b < rows * cols / 256; ++b) {
@@ -39,13 +40,14 @@ KTensor random_q4_k(int64_t rows, int64_t cols, uint64_t seed, float d_lo, float
       k.scales.push_back(s == 0 ? 63 : static_cast<int>(rng.next() % 64));  // 63: the widest product
       k.mins.push_back(static_cast<int>(rng.next() % 64));
     }
-    for (int i = 0; i < 256; ++i) k.codes.push_back(i % 37 == 0 ? 15 : static_cast<int>(rng.next() % 16));
-    const auto packed = test::pack_block(DType::Q4_K, k);
+    for (int i = 0; i < 256; ++i)
+      k.codes.push_back(i % 37 == 0 ? qmax : static_cast<int>(rng.next() % static_cast<uint64_t>(qmax + 1)));
+    const auto packed = test::pack_block(type, k);
     t.bytes.insert(t.bytes.end(), packed.begin(), packed.end());
     t.blocks.push_back(std::move(k));
   }
-  t.view.name = "q4k";
-  t.view.type = DType::Q4_K;
+  t.view.name = "kquant";
+  t.view.type = type;
   t.view.shape = {rows, cols};
   t.view.data = t.bytes.data();
   t.view.nbytes = t.bytes.size();
@@ -63,16 +65,23 @@ TensorView pq_view(const TensorView& src, const std::vector<uint8_t>& bytes) {
 
 uint16_t u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
 
-TEST(SourceGrid, Q4_KKeepsCodesAndRoundsScalesOnce) {
+TEST(SourceGrid, KQuantsKeepCodesAndRoundScalesOnce) {
   // Normal-range scales (the usual case) and d below fp16's normal range, d*sc on both sides of it.
+  for (DType type : {DType::Q4_K, DType::Q5_K})
   for (auto [lo, hi] : {std::pair<float, float>{1e-4f, 3e-2f}, {2e-6f, 6e-6f}}) {
-    SCOPED_TRACE(lo);
+    SCOPED_TRACE(testing::Message() << dtype_name(type) << " " << lo);
+    const bool five = type == DType::Q5_K;
+    const DType to = five ? DType::PQ5 : DType::PQ4;
     const int64_t rows = 37, cols = 512, groups = cols / 32;
-    KTensor t = random_q4_k(rows, cols, 7, lo, hi);
+    // The PQ group block as pq_format.h describes it (written out here, not
+    // taken from the library): 64-byte header, per 32 columns 4 chunks of
+    // nibbles and (PQ5) a 64-byte plane.
+    const int64_t gblock = 16 * (32 / 2 + 4 + (five ? 32 / 8 : 0));
+    KTensor t = random_q4_k(rows, cols, 7, lo, hi, type);
     ASSERT_TRUE(can_repack_to_pq(t.view));
-    ASSERT_EQ(source_grid_type(DType::Q4_K), DType::PQ4);
+    ASSERT_EQ(source_grid_type(type), to);
     const std::vector<uint8_t> pq = repack_rows_to_pq(t.view, 0, rows);
-    ASSERT_EQ(pq.size(), static_cast<size_t>(pq::padded_rows(rows) / 16 * groups * pq::group_block_bytes(DType::PQ4, 32)));
+    ASSERT_EQ(pq.size(), static_cast<size_t>(pq::padded_rows(rows) / 16 * groups * gblock));
     const TensorView v = pq_view(t.view, pq);
     std::vector<float> got(static_cast<size_t>(cols));
     double worst = 0, worst_ratio = 0;
@@ -84,18 +93,20 @@ TEST(SourceGrid, Q4_KKeepsCodesAndRoundsScalesOnce) {
         const int sub = static_cast<int>(g % 8);
         const double s = static_cast<double>(b.d) * b.scales[sub], m = -static_cast<double>(b.dmin) * b.mins[sub];
         // The stored fields: fp16 of s and m, and the same codes.
-        const uint8_t* blk = pq.data() + ((r / 16) * groups + g) * pq::group_block_bytes(DType::PQ4, 32);
+        const uint8_t* blk = pq.data() + ((r / 16) * groups + g) * gblock;
         const int rr = static_cast<int>(r % 16);
         ASSERT_EQ(u16(blk + 2 * rr), f32_to_f16(static_cast<float>(s)));
         ASSERT_EQ(u16(blk + 32 + 2 * rr), f32_to_f16(static_cast<float>(m)));
         if (f16_to_f32(f32_to_f16(static_cast<float>(s))) != s) ++inexact;
         for (int k = 0; k < 32; ++k) {
           const uint8_t byte = blk[64 + (k / 8) * 64 + 4 * rr + k % 4];
-          const int code = (k % 8) < 4 ? byte & 0x0f : byte >> 4;
+          int code = (k % 8) < 4 ? byte & 0x0f : byte >> 4;
+          if (five) code |= (blk[64 + 256 + 4 * rr + k % 4] >> (2 * (k / 8) + ((k % 8) < 4 ? 0 : 1)) & 1) << 4;
           const int i = sub * 32 + k;  // element within the super-block
           ASSERT_EQ(code, b.codes[static_cast<size_t>(i)]) << "row " << r << " column " << g * 32 + k;
-          const double want = test::kblock_value(DType::Q4_K, b, i);
-          const double err = std::fabs(got[static_cast<size_t>(g * 32 + k)] - want), bound = pq_grid_error_bound(s, m);
+          const double want = test::kblock_value(type, b, i);
+          const double err = std::fabs(got[static_cast<size_t>(g * 32 + k)] - want);
+          const double bound = pq_grid_error_bound(s, m, five ? 31 : 15);
           ASSERT_LE(err, bound) << "row " << r << " column " << g * 32 + k;
           worst = std::max(worst, err);
           if (bound > 0) worst_ratio = std::max(worst_ratio, err / bound);
@@ -109,14 +120,16 @@ TEST(SourceGrid, Q4_KKeepsCodesAndRoundsScalesOnce) {
 }
 
 TEST(SourceGrid, ExactTypesGiveTheSameValuesBitForBit) {
-  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q8_0}) {
+  for (DType t : {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0}) {
     SCOPED_TRACE(dtype_name(t));
     const int64_t rows = 21, cols = 96;
     auto w = test::build_weight(t, rows, cols, 0, 5);
     ASSERT_TRUE(can_repack_to_pq(w.view));
     const std::vector<uint8_t> pq = repack_rows_to_pq(w.view, 0, rows);
     const TensorView v = pq_view(w.view, pq);
-    EXPECT_EQ(v.type, t == DType::Q4_0 || t == DType::Q4_1 ? DType::PQ4 : DType::PQ8);
+    EXPECT_EQ(v.type, t == DType::Q4_0 || t == DType::Q4_1 ? DType::PQ4
+                      : t == DType::Q8_0                   ? DType::PQ8
+                                                           : DType::PQ5);
     std::vector<float> a(static_cast<size_t>(cols)), b(a.size());
     for (int64_t r = 0; r < rows; ++r) {
       kernels::dequant_row(w.view, r, a.data());
