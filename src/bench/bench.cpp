@@ -46,15 +46,18 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 // Bytes one decode step reads: every weight except the embedding table, one
 // embedding row, the output matrix (the embedding table itself when tied),
-// and K and V of every layer at `context` positions.
-double decode_bytes(const ModelFile& f, double context, KVType kv, double* kv_part) {
+// and K and V of every layer at `context` positions. Weights count as the
+// kernels read them: a GGUF matrix repacked at load by its copy's size.
+double decode_bytes(const Model& m, double context, KVType kv, double* kv_part) {
+  const ModelFile& f = m.file();
   const ModelConfig& c = f.config;
   const TensorView& emb = f.get("token_embd.weight");
+  const double emb_bytes = static_cast<double>(m.run_nbytes("token_embd.weight"));
   double weights = 0;
   for (const auto& [name, t] : f.tensors)
-    if (name != "token_embd.weight") weights += static_cast<double>(t.nbytes);
-  weights += static_cast<double>(emb.nbytes) / static_cast<double>(emb.rows());
-  if (c.tied_embeddings) weights += static_cast<double>(emb.nbytes);
+    if (name != "token_embd.weight") weights += static_cast<double>(m.run_nbytes(name));
+  weights += emb_bytes / static_cast<double>(emb.rows());
+  if (c.tied_embeddings) weights += emb_bytes;
   *kv_part = static_cast<double>(kv_bytes_per_token(c, kv)) * context;
   return weights + *kv_part;
 }
@@ -234,7 +237,7 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
 
   // The mean context of the decode steps is p + (n - 1) / 2 cached positions
   // plus the token itself.
-  r.bytes_per_token = decode_bytes(*m.file, opt.prompt + (opt.gen + 1) / 2.0, opt.kv, &r.kv_bytes_per_token);
+  r.bytes_per_token = decode_bytes(*m.model, opt.prompt + (opt.gen + 1) / 2.0, opt.kv, &r.kv_bytes_per_token);
   if (r.interrupted) return r;  // no (further) bandwidth test after a Ctrl-C: report now
   // Probes not yet taken run now, after the peak memory reading (their
   // buffer would count in it).

@@ -153,6 +153,12 @@ int Model::repack_threads() {
   return static_cast<int>(std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), 8)));
 }
 
+uint64_t Model::run_nbytes(const std::string& name) const {
+  for (const auto& r : repacked_)
+    if (r->view.name == name) return r->view.nbytes;
+  return file_->get(name).nbytes;
+}
+
 bool Model::repacks_at_load(DType t, bool kquants) {
   return t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q5_1 || t == DType::Q8_0 ||
          ((t == DType::Q4_K || t == DType::Q5_K) && kquants);

@@ -62,6 +62,9 @@ class Model {
   // and Q5_1 as PQ5, Q8_0 as PQ8, the same values exactly, and Q4_K / Q5_K as PQ4 / PQ5 unless
   // exact_kquants: quant/source_grid.h); their file pages are released.
   int repacked_weights() const { return static_cast<int>(repacked_.size()); }
+  // Bytes of the weight `name` as the kernels read it: its repacked copy's
+  // when it was repacked at load, else the file tensor's (which must exist).
+  uint64_t run_nbytes(const std::string& name) const;
   // Whether a matrix of type `t` is repacked at load (kquants: Q4_K and Q5_K too).
   static bool repacks_at_load(DType t, bool kquants);
   // Threads that repack at load, and the rows each has in flight (budget/).

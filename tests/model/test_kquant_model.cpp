@@ -168,6 +168,17 @@ TEST_P(KQuantModel, FastForwardMatchesTheReferenceOnTheSameFile) {
     SCOPED_TRACE("Q4_K / Q5_K as PQ4 / PQ5");
     Model model(file);
     EXPECT_EQ(model.repacked_weights(), q4k + exact);
+    // What the kernels read (pocket bench's bytes per token): the copies'
+    // sizes, 16-row tiles of 32-column groups of 20 (PQ4), 24 (PQ5) or 34
+    // (PQ8) bytes per row, for the repacked types; the file's otherwise.
+    for (const auto& [name, t] : file->tensors) {
+      if (t.shape.size() != 2) continue;
+      const bool five = t.type == DType::Q5_0 || t.type == DType::Q5_1 || t.type == DType::Q5_K;
+      const bool four = t.type == DType::Q4_0 || t.type == DType::Q4_K, eight = t.type == DType::Q8_0;
+      const uint64_t per_group = five ? 24 : four ? 20 : eight ? 34 : 0;
+      const uint64_t want = per_group ? (t.rows() + 15) / 16 * 16 * (t.cols() / 32) * per_group : t.nbytes;
+      EXPECT_EQ(model.run_nbytes(name), want) << name << " " << dtype_name(t.type);
+    }
     check(model);
   }
   if (q4k > 0) {
