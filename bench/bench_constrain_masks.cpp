@@ -22,6 +22,8 @@
 // each index is built, timed apart ("json_frames_ms"), as compile_constraint
 // does on a vocabulary's first JSON constraint; POCKET_BENCH_NO_JSON_FRAMES=1
 // leaves them out (each schema then walks them itself).
+#include <sys/resource.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -58,6 +60,13 @@ std::string readable(std::string_view b) {
     }
   }
   return out;
+}
+
+// Minor page faults of this process so far (fresh memory touched).
+long minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
 }
 
 double us_since(std::chrono::steady_clock::time_point t0) {
@@ -122,22 +131,31 @@ int run(int argc, char** argv) {
       r["compile_ms"] = us_since(t0) / 1000.0;
       auto m = c->matcher();
       std::vector<double> mask_us;
-      std::vector<int64_t> steps, walks, new_states, hits;
+      std::vector<int64_t> steps, walks, new_states, hits, kinds, faults;
       std::vector<std::string> text;  // per token: its bytes, readable
       std::ofstream bits;
       if (!mask_dir.empty()) bits.open(mask_dir + "/" + name + ".bits", std::ios::binary);
       r["rejected_at"] = -1;
       for (size_t i = 0; i <= ids.size(); ++i) {
         if (!evict_at_advance) evict();
+        const long faults0 = minor_faults();
         t0 = std::chrono::steady_clock::now();
         const auto before = m.stats();
         auto mask = m.mask();
         mask_us.push_back(us_since(t0));
+        faults.push_back(minor_faults() - faults0);
         const auto after = m.stats();
         steps.push_back(after.trie_steps - before.trie_steps);
         walks.push_back((after.frame_masks - after.frame_hits) - (before.frame_masks - before.frame_hits));
         new_states.push_back(after.states - before.states);
         hits.push_back(after.mask_hits - before.mask_hits);
+        // 0 cached, 1 counted mask shared by another count, 2 counted made
+        // far from the bound, 3 counted made near it, 4 another mask made.
+        kinds.push_back(after.mask_hits > before.mask_hits           ? 0
+                        : after.near_bound > before.near_bound       ? 3
+                        : after.counted_made > before.counted_made   ? 2
+                        : after.counted_shared > before.counted_shared ? 1
+                                                                       : 4);
         if (bits) bits.write(reinterpret_cast<const char*>(mask.data()), static_cast<std::streamsize>(mask.size_bytes()));
         if (i == ids.size()) break;
         const int32_t id = ids[i].get<int32_t>();
@@ -153,6 +171,8 @@ int run(int argc, char** argv) {
       r["frame_walks_at"] = walks;  // per mask: frame walks done (not found in a cache)
       r["new_states"] = new_states;  // per mask: parser states made
       r["mask_hit"] = hits;          // per mask: 1 when it was cached
+      r["mask_kind"] = kinds;        // per mask: see above
+      r["page_faults"] = faults;     // per mask: minor page faults (fresh memory)
       r["tokens"] = text;
       const auto st = m.stats();
       r["frame_walks"] = st.frame_masks - st.frame_hits;

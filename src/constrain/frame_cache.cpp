@@ -21,7 +21,7 @@ Hash128 mix(Hash128 h, uint64_t x) {
 Hash128 mix(Hash128 h, const Hash128& x) { return mix(mix(h, x.a), x.b); }
 
 size_t FrameMasks::bytes() const {
-  return decided.size() * sizeof(uint64_t) + undecided.size() * sizeof(int32_t) + need.size() +
+  return decided.size() * sizeof(uint64_t) + undecided.size() * sizeof(int32_t) + rooms.size() * sizeof(uint64_t) +
          (over.size() + tagged.size() + escapes.size()) * 2 * sizeof(int32_t);
 }
 

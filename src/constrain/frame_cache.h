@@ -27,11 +27,14 @@ struct FrameMasks {
   std::vector<uint64_t> decided;   // tokens accepted inside the frame
   std::vector<int32_t> undecided;  // trie nodes (preorder) whose subtrees need the real stacks
   // Frames cut below a counted repetition (relative count j): decided =
-  // tokens that can stay inside it, need[t] = the items of room token t
-  // needs for that (capped), over = (need, token) for needs of 16 or more,
-  // most first; tagged = (token, j) accepted by leaving the repetition after
-  // j more items; escapes = (trie node, j) where a parse returns past it.
-  std::vector<uint8_t> need;
+  // tokens that can stay inside it; rooms = kRoomBitsets bitsets of
+  // mask-word length, bitset r the tokens that stay inside with at most r
+  // items of room (the mask near the bound is one of them, read in place);
+  // over = (need, token) for tokens needing kRoomBitsets items or more, most
+  // first; tagged = (token, j) accepted by leaving the repetition after j
+  // more items; escapes = (trie node, j) where a parse returns past it.
+  static constexpr int32_t kRoomBitsets = 16;
+  std::vector<uint64_t> rooms;
   std::vector<std::pair<int32_t, int32_t>> over, tagged, escapes;
   size_t bytes() const;
 };

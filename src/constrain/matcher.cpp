@@ -22,32 +22,7 @@ constexpr size_t kMaxStates = 1'000'000, kMaxNodes = 4'000'000, kMaxStacks = 409
 // that left it after j more items (its return past the repetition is a
 // tagged escape).
 constexpr int32_t kRel = 1 << 17, kTag = 1 << 18, kCountMask = kRel - 1;
-// Frame::need of a token that cannot stay inside; below 128 so eight needs
-// compare at once in a word. Rooms of kFewItems or more use Frame::over.
-constexpr uint8_t kOut = 127;
-constexpr int32_t kFewItems = 16;
-// Bit k of the result: p[k] < c, for 64 bytes (all below 128, as c is).
-// SSE2 (every x86-64) compares 16 bytes per instruction; elsewhere eight
-// bytes per word with a carry-free subtraction.
-inline uint64_t bytes_below(const uint8_t* p, uint8_t c) {
-  uint64_t bits = 0;
-#if defined(__SSE2__)
-  const __m128i lim = _mm_set1_epi8(static_cast<char>(c));
-  for (int k = 0; k < 4; ++k) {
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
-    bits |= static_cast<uint64_t>(static_cast<uint16_t>(_mm_movemask_epi8(_mm_cmplt_epi8(x, lim)))) << (16 * k);
-  }
-#else
-  constexpr uint64_t kOnes = 0x0101010101010101ull, kHigh = 0x8080808080808080ull;
-  for (int k = 0; k < 8; ++k) {
-    uint64_t x;
-    std::memcpy(&x, p + 8 * k, 8);
-    const uint64_t ge = ((x | kHigh) - c * kOnes) & kHigh;  // high bit: byte >= c
-    bits |= ((((~ge & kHigh) >> 7) * 0x0102040810204080ull) >> 56) << (8 * k);
-  }
-#endif
-  return bits;
-}
+constexpr int32_t kFewItems = FrameMasks::kRoomBitsets;
 constexpr int32_t kNone = INT32_MAX;
 // Grammar elements per stack of a frame, and reachable from each rule it
 // refers to, in the names of the vocabulary's cache (larger fragments are
@@ -128,7 +103,11 @@ size_t Matcher::KeyHash::operator()(const std::vector<int32_t>& k) const {
 }
 
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> g, std::shared_ptr<const VocabIndex> vocab)
-    : g_(std::move(g)), v_(std::move(vocab)), shared_(v_->frame_cache), rule_names_(*g_, kNameBudget) {
+    : g_(std::move(g)),
+      v_(std::move(vocab)),
+      store_(v_->mask_pool, v_->mask_words()),
+      shared_(v_->frame_cache),
+      rule_names_(*g_, kNameBudget) {
   std::vector<Item> work;
   for (int32_t s : g_->starts[g_->root]) work.push_back({s, -1, 0});
   history_.push_back(close(work));
@@ -274,6 +253,7 @@ int32_t Matcher::trie_step(int32_t i) {
 void Matcher::make_room(size_t bytes) {
   if (cache_bytes_ == 0 || cache_bytes_ + bytes <= cache_limit_) return;
   masks_.clear();
+  store_.clear();
   frames_.clear();
   below_escapes_.clear();
   counted_masks_.clear();
@@ -506,8 +486,9 @@ const Matcher::Frame& Matcher::counted_frame_info(int32_t f) {
   bool shareable = false;
   if (const Frame* hit = cached_frame(f, true, key, shareable)) return *hit;
   Frame fr;
-  fr.need.assign(v_->mask_words() * 64, kOut);
-  fr.decided.assign(v_->mask_words(), 0);
+  const size_t words = v_->mask_words();
+  fr.rooms.assign(static_cast<size_t>(kFewItems) * words, 0);  // first: bitset r = the tokens needing exactly r
+  fr.decided.assign(words, 0);
   walk_stack_.assign(static_cast<size_t>(v_->max_depth) + 1, 0);
   walk_stack_[0] = f;
   const ByteSet first = states_[f].bytes;  // a copy: the walk adds states
@@ -524,8 +505,10 @@ const Matcher::Frame& Matcher::counted_frame_info(int32_t f) {
         const int32_t id = v_->tok_ids[k];
         if (need != kNone) {
           fr.decided[id >> 6] |= uint64_t{1} << (id & 63);
-          fr.need[id] = static_cast<uint8_t>(std::min<int32_t>(need, kOut));
-          if (need >= kFewItems) fr.over.emplace_back(need, id);
+          if (need < kFewItems)
+            fr.rooms[static_cast<size_t>(need) * words + (id >> 6)] |= uint64_t{1} << (id & 63);
+          else
+            fr.over.emplace_back(need, id);
         }
         for (int32_t a = apart_from; a < apart_to; ++a) {
           if (fr.tagged[a].first < 0)
@@ -537,6 +520,8 @@ const Matcher::Frame& Matcher::counted_frame_info(int32_t f) {
     }
     return true;
   });
+  for (size_t r = 1; r < static_cast<size_t>(kFewItems); ++r)  // then: at most r
+    for (size_t w = 0; w < words; ++w) fr.rooms[r * words + w] |= fr.rooms[(r - 1) * words + w];
   std::sort(fr.escapes.begin(), fr.escapes.end());
   std::sort(fr.over.rbegin(), fr.over.rend());
   return keep_frame(f, std::move(fr), key, shareable);
@@ -620,7 +605,7 @@ void Matcher::compute_mask(int32_t s) {
     const Repeat& rep = g_->rep(g_->flat[r.pos]);
     const int32_t room = rep.max < 0 ? kNone : rep.max - r.cnt;  // items the real count still allows
     const int32_t least = rep.min - r.cnt;                       // items it needs before leaving
-    make_room(v_->mask_words() * sizeof(uint64_t) + static_cast<size_t>(v_->vocab_size));
+    make_room(v_->mask_words() * sizeof(uint64_t));
     CountedKey ck;
     {
       // Every j of the frame compares the same with room and least as with
@@ -631,49 +616,87 @@ void Matcher::compute_mask(int32_t s) {
             states_[s].accept ? 1 : 0};
     }
     if (auto hit = counted_masks_.find(ck); hit != counted_masks_.end()) {
+      ++counted_shared_;
       states_[s].mask = hit->second;
       return;
     }
-    std::vector<uint64_t> m(v_->mask_words(), 0);
-    if (split.other >= 0) {
-      if (states_[split.other].mask < 0) compute_mask(split.other);
-      m = masks_[states_[split.other].mask];
-    }
-    make_room(v_->mask_words() * sizeof(uint64_t) + static_cast<size_t>(v_->vocab_size));  // the other's may have filled it
+    if (split.other >= 0 && states_[split.other].mask < 0) compute_mask(split.other);
+    make_room(v_->mask_words() * sizeof(uint64_t));  // the other's may have filled it
+    if (split.other >= 0 && states_[split.other].mask < 0) compute_mask(split.other);  // dropped by that
+    const uint64_t* other = split.other >= 0 ? masks_[states_[split.other].mask] : nullptr;
     const Frame& fr = counted_frame_info(split.frame);
     const Below& below = below_escapes(split.frame, fr, split.exit);
-    if (room >= kFewItems) {  // all but the few tokens needing more room than that
-      const bool clears = !fr.over.empty() && fr.over[0].first > room;
-      const std::vector<uint64_t> other = clears && split.other >= 0 ? m : std::vector<uint64_t>();
-      for (size_t w = 0; w < m.size(); ++w) m[w] |= fr.decided[w];
-      for (auto [j, id] : fr.over) {  // keeps the bits the other stacks set
+    // The frame's tokens within the room: far from the bound all decided
+    // ones but the few needing more room than that; near it, the bitset of
+    // that room.
+    const size_t words = v_->mask_words();
+    const uint64_t* base = nullptr;
+    bool clears = false;
+    if (room >= kFewItems) {
+      base = fr.decided.data();
+      clears = !fr.over.empty() && fr.over[0].first > room;
+    } else if (room >= 0) {
+      ++near_bound_;
+      base = fr.rooms.data() + static_cast<size_t>(room) * words;
+    }
+    // The mask is `base` itself unless something is added or cleared.
+    uint64_t* m = nullptr;
+    auto own = [&] {
+      if (m) return;
+      m = store_.take();
+      if (base)
+        std::memcpy(m, base, words * sizeof(uint64_t));
+      else
+        std::memset(m, 0, words * sizeof(uint64_t));
+    };
+    auto set = [&](int32_t id) {
+      if (!m && base && ((base[id >> 6] >> (id & 63)) & 1)) return;
+      own();
+      m[id >> 6] |= uint64_t{1} << (id & 63);
+    };
+    if (clears) {
+      own();
+      for (auto [j, id] : fr.over) {
         if (j <= room) break;
-        m[id >> 6] &= ~(uint64_t{1} << (id & 63)) | (other.empty() ? 0 : other[id >> 6]);
+        m[id >> 6] &= ~(uint64_t{1} << (id & 63));
       }
-    } else {  // near the bound: compare the needs of the words holding decided tokens
-      const auto lim = static_cast<uint8_t>(room + 1);
-      const uint8_t* need = fr.need.data();  // padded to whole words with kOut
-      for (size_t w = 0; w < m.size(); ++w)  // a word without decided tokens is all kOut
-        if (fr.decided[w]) m[w] |= bytes_below(need + w * 64, lim);
+    }
+    if (other) {  // after the clearing: the other stacks' tokens stay
+      own();
+      for (size_t w = 0; w < words; ++w) m[w] |= other[w];
     }
     for (auto [id, j] : fr.tagged)
-      if (j >= least && j <= room) m[id >> 6] |= uint64_t{1} << (id & 63);
+      if (j >= least && j <= room) set(id);
     for (auto [j, id] : below.toks)
-      if (j >= least && j <= room) m[id >> 6] |= uint64_t{1} << (id & 63);
+      if (j >= least && j <= room) set(id);
     if (states_[s].accept)
-      for (int32_t e : v_->eos_ids) m[e >> 6] |= uint64_t{1} << (e & 63);
-    cache_bytes_ += m.size() * sizeof(uint64_t);
-    states_[s].mask = static_cast<int32_t>(masks_.size());
-    counted_masks_.emplace(ck, states_[s].mask);
-    masks_.push_back(std::move(m));
+      for (int32_t e : v_->eos_ids) set(e);
+    ++counted_made_;
+    if (!m && !base) own();  // nothing at all
+    counted_masks_.emplace(ck, keep_mask(s, m ? m : base, m != nullptr));
     return;
   }
-  make_room(2 * v_->mask_words() * sizeof(uint64_t));
-  std::vector<uint64_t> m;
+  make_room(v_->mask_words() * sizeof(uint64_t));
+  const size_t words = v_->mask_words();
   const int32_t f = frame_of(s);
+  const uint64_t* base = nullptr;
+  uint64_t* m = nullptr;  // made from `base` at the first token it lacks
+  auto own = [&] {
+    if (m) return;
+    m = store_.take();
+    if (base)
+      std::memcpy(m, base, words * sizeof(uint64_t));
+    else
+      std::memset(m, 0, words * sizeof(uint64_t));
+  };
+  auto set = [&](int32_t id) {
+    if (!m && base && ((base[id >> 6] >> (id & 63)) & 1)) return;
+    own();
+    m[id >> 6] |= uint64_t{1} << (id & 63);
+  };
   if (f >= 0) {
     const Frame& fr = frame_info(f);
-    m = fr.decided;
+    base = fr.decided.data();
     // Each undecided subtree: step down its ancestors not yet on the path
     // stepped for the previous one (path_[d]: the node whose state
     // walk_stack_[d] holds), then walk it marking its tokens. Reaching a
@@ -697,19 +720,25 @@ void Matcher::compute_mask(int32_t s) {
       }
       if (dead) continue;
       walk_trie(*v_, walk_stack_, r, v_->node_skip[r], [&](int32_t i) { return trie_step(i); }, [&](int32_t i, int32_t) {
-        mark_tokens(*v_, i, m);
+        for (int32_t k = v_->node_tok[i]; k < v_->node_tok[i + 1]; ++k) set(v_->tok_ids[k]);
         return true;
       });
       std::fill(path_.begin() + depth[r], path_.end(), -1);  // the walk wrote walk_stack_ from depth[r] down
     }
-  } else {
-    m.assign(v_->mask_words(), 0);
   }
   if (states_[s].accept)
-    for (int32_t e : v_->eos_ids) m[e >> 6] |= uint64_t{1} << (e & 63);
-  cache_bytes_ += m.size() * sizeof(uint64_t);
+    for (int32_t e : v_->eos_ids) set(e);
+  if (!base) own();  // no frame: zeros, or only end-of-sequence
+  keep_mask(s, m ? m : base, m != nullptr);
+}
+
+int32_t Matcher::keep_mask(int32_t s, const uint64_t* bits, bool owned) {
+  // A mask read in place costs its entry (the frame it points into is held
+  // by frames_, counted there or in the vocabulary's cache).
+  cache_bytes_ += owned ? v_->mask_words() * sizeof(uint64_t) : sizeof(bits);
   states_[s].mask = static_cast<int32_t>(masks_.size());
-  masks_.push_back(std::move(m));
+  masks_.push_back(bits);
+  return states_[s].mask;
 }
 
 std::span<const uint64_t> Matcher::mask() {
@@ -719,7 +748,7 @@ std::span<const uint64_t> Matcher::mask() {
     compute_mask(s);
   else
     ++mask_hits_;
-  return masks_[states_[s].mask];
+  return {masks_[states_[s].mask], v_->mask_words()};
 }
 
 bool Matcher::would_accept(int32_t token) {
@@ -757,7 +786,8 @@ bool Matcher::can_continue() const { return !states_[history_.back()].bytes.empt
 
 Matcher::Stats Matcher::stats() const {
   return {mask_calls_, mask_hits_, static_cast<int64_t>(states_.size()), static_cast<int64_t>(nodes_.size()),
-          frame_calls_, frame_hits_, evictions_, undecided_, shared_hits_, trie_steps_};
+          frame_calls_, frame_hits_, evictions_, undecided_, shared_hits_, trie_steps_,
+          counted_made_, counted_shared_, near_bound_};
 }
 
 }  // namespace pocket::constrain

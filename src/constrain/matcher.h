@@ -32,6 +32,11 @@
 //   past it. The real count then picks the tokens within bounds, and only the
 //   subtrees after such returns are walked with the real context. The other
 //   stacks are a smaller state whose mask is ORed in.
+//   Near the bound (room below 16 items) the frame's bitset for that room
+//   is the mask's base, read in place of a per-token need array.
+// A mask equal to a frame bitset (nothing added by the real stacks) is that
+// bitset, read in place; any other is a buffer from the vocabulary's pool
+// (mask_pool.h: already-touched memory, no page faults per mask).
 // Cached masks are dropped, all at once, when they would pass the byte cap
 // (set_cache_limit); masks are recomputed the same afterwards.
 //
@@ -48,6 +53,7 @@
 
 #include "constrain/frame_cache.h"
 #include "constrain/grammar.h"
+#include "constrain/mask_pool.h"
 #include "constrain/vocab_index.h"
 
 namespace pocket::constrain {
@@ -104,6 +110,9 @@ class Matcher {
     int64_t undecided = 0;  // undecided subtrees found by frame walks
     int64_t shared_hits = 0;  // frame walks found in the vocabulary's cache
     int64_t trie_steps = 0;   // trie nodes stepped through by all walks
+    // Masks of states inside a counted repetition: made, found made for
+    // another count, and made near the bound (room below 16 items).
+    int64_t counted_made = 0, counted_shared = 0, near_bound = 0;
   };
   Stats stats() const;
 
@@ -168,7 +177,11 @@ class Matcher {
   };
   std::unordered_map<std::vector<int32_t>, int32_t, KeyHash> state_ids_;
   std::vector<int32_t> trans_;  // states_ x 256, -2 unknown, -1 dead
-  std::vector<std::vector<uint64_t>> masks_;
+  // Per mask, its bits: a buffer of store_ or, when the mask is exactly a
+  // bitset of a frame (held in frames_), that bitset, read in place.
+  std::vector<const uint64_t*> masks_;
+  MaskStore store_;
+  int32_t keep_mask(int32_t s, const uint64_t* bits, bool owned);
   std::vector<std::shared_ptr<const Frame>> frames_;
   // Per (counted frame, real state past its repetition): (j, token) for the
   // tokens accepted below the frame's escapes, so each count of one
@@ -196,6 +209,7 @@ class Matcher {
   std::vector<uint64_t> seen_list_;
   std::vector<Item> work_;
   int64_t mask_calls_ = 0, mask_hits_ = 0, frame_calls_ = 0, frame_hits_ = 0, evictions_ = 0, undecided_ = 0, shared_hits_ = 0, trie_steps_ = 0;
+  int64_t counted_made_ = 0, counted_shared_ = 0, near_bound_ = 0;
 };
 
 }  // namespace pocket::constrain

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "constrain/frame_cache.h"
+#include "constrain/mask_pool.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -31,6 +32,9 @@ std::shared_ptr<const VocabIndex> VocabIndex::build(std::vector<std::string> byt
   v->frame_cache = std::make_shared<FrameCache>();
   const int32_t n = static_cast<int32_t>(bytes.size());
   v->vocab_size = n;
+  // Up to 64 MiB of free buffers (at least 64 masks) kept for the next matchers.
+  const size_t words = v->mask_words();
+  v->mask_pool = std::make_shared<MaskPool>(words, std::max<size_t>(64, (size_t{64} << 20) / (8 * std::max<size_t>(words, 1))));
   excluded.resize(n, 0);
   for (int32_t i = 0; i < n; ++i)
     if (bytes[i].empty() || bytes[i].size() > 65535) excluded[i] = 1;

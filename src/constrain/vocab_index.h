@@ -16,6 +16,7 @@ class Tokenizer;
 namespace pocket::constrain {
 
 class FrameCache;
+class MaskPool;
 
 struct VocabIndex {
   int32_t vocab_size = 0;
@@ -35,6 +36,8 @@ struct VocabIndex {
   int max_depth = 0;
   // Frame walks shared by every matcher on this vocabulary (frame_cache.h).
   std::shared_ptr<FrameCache> frame_cache;
+  // Mask buffers reused by the matchers on this vocabulary (mask_pool.h).
+  std::shared_ptr<MaskPool> mask_pool;
 
   // From a tokenizer: token_bytes of every id, control tokens excluded.
   static std::shared_ptr<const VocabIndex> build(const Tokenizer& tok);
