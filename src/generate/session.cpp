@@ -170,6 +170,25 @@ std::span<float> Session::verify(std::span<const int32_t> block) {
   return {block_logits_.data(), rows};
 }
 
+std::span<float> Session::verify_tree(std::span<const int32_t> tokens, std::span<const int> parents) {
+  if (tokens.empty()) fail_as(ErrorCode::InvalidArgument, "verify: no tokens");
+  if (!model_->packable()) fail_as(ErrorCode::InvalidArgument, "tree verify: the model has sliding-window layers");
+  if (taps_) fail_as(ErrorCode::InvalidArgument, "tree verify: not with hidden-state taps (DFlash drafts)");
+  const size_t rows = tokens.size() * static_cast<size_t>(model_->config().vocab_size);
+  if (block_logits_.size() < rows) block_logits_.resize(rows);
+  tree_tokens_.clear();
+  model_->forward_tree(tokens, parents, ctx_, *pool_, block_logits_.data());
+  tree_tokens_.assign(tokens.begin(), tokens.end());
+  return {block_logits_.data(), rows};
+}
+
+void Session::accept_tree(std::span<const int> path) {
+  if (tree_tokens_.empty()) fail_as(ErrorCode::InvalidArgument, "tree accept: no tree verified");
+  model_->commit_tree(path, ctx_);
+  for (int node : path) cached_.push_back(tree_tokens_[static_cast<size_t>(node)]);
+  tree_tokens_.clear();
+}
+
 void Session::rollback(size_t n) {
   if (n > cached_.size()) fail_as(ErrorCode::InvalidArgument, "rollback to ", n, " tokens but ", cached_.size(), " are cached");
   ctx_.cache.truncate(static_cast<int>(n));

@@ -34,6 +34,98 @@ void LookupDrafter::draft(std::span<const int32_t> history, int max, std::vector
   }
 }
 
+void DraftTree::assign(std::span<const std::vector<int32_t>> branches, int max_nodes) {
+  // A trie with children in order of appearance, then written in preorder.
+  struct Node {
+    int32_t token;
+    std::vector<int> children;
+  };
+  std::vector<Node> trie(1, Node{-1, {}});
+  for (const auto& b : branches) {
+    int at = 0;
+    for (int32_t t : b) {
+      int next = -1;
+      for (int c : trie[static_cast<size_t>(at)].children)
+        if (trie[static_cast<size_t>(c)].token == t) next = c;
+      if (next < 0) {
+        if (static_cast<int>(trie.size()) > max_nodes) break;
+        next = static_cast<int>(trie.size());
+        trie.push_back(Node{t, {}});
+        trie[static_cast<size_t>(at)].children.push_back(next);
+      }
+      at = next;
+    }
+  }
+  clear();
+  std::vector<std::pair<int, int>> stack;  // (trie node, its index in the output)
+  for (auto it = trie[0].children.rbegin(); it != trie[0].children.rend(); ++it) stack.push_back({*it, -1});
+  while (!stack.empty()) {
+    const auto [node, parent] = stack.back();
+    stack.pop_back();
+    const int at = static_cast<int>(tokens.size());
+    tokens.push_back(trie[static_cast<size_t>(node)].token);
+    parents.push_back(parent);
+    const auto& ch = trie[static_cast<size_t>(node)].children;
+    for (auto it = ch.rbegin(); it != ch.rend(); ++it) stack.push_back({*it, at});
+  }
+}
+
+std::vector<int> DraftTree::depths() const {
+  std::vector<int> d(size());
+  for (size_t i = 0; i < size(); ++i) d[i] = parents[i] < 0 ? 1 : d[static_cast<size_t>(parents[i])] + 1;
+  return d;
+}
+
+std::vector<int32_t> DraftTree::first_chain() const {
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < size() && parents[i] == static_cast<int>(i) - 1; ++i) out.push_back(tokens[i]);
+  return out;
+}
+
+void DraftTree::prune(int max_depth) {
+  const std::vector<int> d = depths();
+  std::vector<int> index(size(), -1);
+  size_t m = 0;
+  for (size_t i = 0; i < size(); ++i) {
+    if (d[i] > max_depth) continue;
+    index[i] = static_cast<int>(m);
+    tokens[m] = tokens[i];
+    parents[m] = parents[i] < 0 ? -1 : index[static_cast<size_t>(parents[i])];
+    ++m;
+  }
+  tokens.resize(m);
+  parents.resize(m);
+}
+
+void Drafter::draft_tree(std::span<const int32_t> history, int max_depth, int max_nodes, DraftTree& out) {
+  std::vector<int32_t> chain;
+  draft(history, std::min(max_depth, max_nodes), chain);
+  out.assign(std::span<const std::vector<int32_t>>(&chain, 1), max_nodes);
+}
+
+void LookupDrafter::draft_tree(std::span<const int32_t> history, int max_depth, int max_nodes, DraftTree& out) {
+  out.clear();
+  const int64_t len = static_cast<int64_t>(history.size());
+  if (max_depth <= 0 || max_nodes <= 0) return;
+  std::vector<std::vector<int32_t>> branches;
+  int64_t tokens = 0;  // an upper bound on the tree's nodes so far
+  for (int n = std::min<int64_t>(ngram_max_, len - 1); n >= ngram_min_ && tokens < max_nodes; --n) {
+    const int32_t* key = history.data() + len - n;
+    for (int64_t start = len - n - 1; start >= 0 && tokens < max_nodes; --start) {
+      if (!std::equal(key, key + n, history.data() + start)) continue;
+      const int64_t from = start + n;
+      const int64_t count = std::min<int64_t>(max_depth, len - from);
+      branches.emplace_back(history.begin() + from, history.begin() + from + count);
+      tokens += count;
+    }
+  }
+  if (branches.empty() && cache_) {
+    const auto next = cache_->lookup(history, max_depth);
+    if (!next.empty()) branches.emplace_back(next.begin(), next.end());
+  }
+  out.assign(branches, max_nodes);
+}
+
 void ReplayDrafter::draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) {
   out.clear();
   if (max <= 0 || history.size() >= seq_.size() || !std::equal(history.begin(), history.end(), seq_.begin())) return;

@@ -16,6 +16,27 @@ namespace pocket {
 
 class NgramCache;
 
+// Candidate continuations as a tree (tree verification): nodes in
+// depth-first preorder, parents[i] the index of node i's parent or -1 for
+// a first token (a child of the current position). The first root-to-leaf
+// chain is the drafter's best guess.
+struct DraftTree {
+  std::vector<int32_t> tokens;
+  std::vector<int> parents;
+  size_t size() const { return tokens.size(); }
+  void clear() { tokens.clear(), parents.clear(); }
+  // Builds the tree of `branches` (token sequences; shared prefixes are one
+  // path, the first branch is the first chain, children in order of first
+  // appearance), at most max_nodes nodes (later branches are cut short).
+  void assign(std::span<const std::vector<int32_t>> branches, int max_nodes);
+  // Depth of each node (1 for a first token).
+  std::vector<int> depths() const;
+  // The first chain's tokens.
+  std::vector<int32_t> first_chain() const;
+  // Keeps the nodes of depth <= max_depth.
+  void prune(int max_depth);
+};
+
 class Drafter {
  public:
   virtual ~Drafter() = default;
@@ -27,6 +48,9 @@ class Drafter {
   // drafter with per-position state catches up on it here, so that the
   // one-time cost is not taken for the cost of every draft.
   virtual void prepare(std::span<const int32_t> history) { (void)history; }
+  // Several candidate continuations as a tree of at most max_nodes nodes
+  // and max_depth levels (tree verification). By default, draft()'s chain.
+  virtual void draft_tree(std::span<const int32_t> history, int max_depth, int max_nodes, DraftTree& out);
 };
 
 // Prompt lookup: the longest suffix of the history (ngram_max tokens down
@@ -40,6 +64,9 @@ class LookupDrafter : public Drafter {
   explicit LookupDrafter(int ngram_min = 2, int ngram_max = 4, std::shared_ptr<const NgramCache> cache = nullptr);
   const char* name() const override { return "lookup"; }
   void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) override;
+  // Every earlier occurrence of the longest matching suffix (most recent
+  // first), then of shorter ones, each continuation a branch.
+  void draft_tree(std::span<const int32_t> history, int max_depth, int max_nodes, DraftTree& out) override;
 
  private:
   int ngram_min_, ngram_max_;
