@@ -35,6 +35,11 @@ struct DraftTree {
   std::vector<int32_t> first_chain() const;
   // Keeps the nodes of depth <= max_depth.
   void prune(int max_depth);
+  // Keeps the first n nodes (still a tree: a preorder's prefix holds every
+  // node's ancestors).
+  void truncate(size_t n) {
+    if (n < size()) tokens.resize(n), parents.resize(n);
+  }
 };
 
 class Drafter {

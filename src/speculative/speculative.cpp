@@ -37,6 +37,10 @@ void trim_to_constraint(constrain::Matcher& m, const Tokenizer& tok, std::vector
   draft.resize(n);
 }
 
+// Tree verification: the share by which a tree's verify may cost more than
+// the chain the planner chose (measured cost curve), for its extra branches.
+constexpr double kTreeExtraCost = 0.10;
+
 }  // namespace
 
 void check_speculative_options(const SpeculativeOptions& spec) {
@@ -219,7 +223,20 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
       skip = k > 0 || paused ? 0 : backoff;
       explore = skip > 0 || paused;
     }
-    if (use_tree && drafted_now && k > 0) tree.prune(k);
+    if (use_tree && drafted_now && k > 0) {
+      // The tree's depth is the planner's block; its size what that block's
+      // verify costs plus kTreeExtraCost (adaptive: the measured cost curve,
+      // so a tree adds rows only where rows are nearly free), at most
+      // tree_nodes. The first nodes of a preorder are a tree, first chain first.
+      tree.prune(k);
+      int nodes = spec.tree_nodes;
+      if (spec.adaptive) {
+        const double limit = planner.cost(k + 1) * (1.0 + kTreeExtraCost);
+        nodes = k;
+        while (nodes < spec.tree_nodes && nodes + 2 <= planner.draft_max() + 1 && planner.cost(nodes + 2) <= limit) ++nodes;
+      }
+      tree.truncate(static_cast<size_t>(std::max(nodes, k)));
+    }
     if (use_tree && drafted_now && k > 0 && tree.size() > tree.first_chain().size()) {
       const auto tv = Clock::now();
       tree_tokens.assign(1, next);
@@ -229,7 +246,7 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
       std::span<float> rows = session.verify_tree(tree_tokens, tree_parents);
       const double dt = seconds_since(tv);
       st.verify_seconds += dt;
-      planner.record_time(k + 1, dt);
+      planner.record_time(static_cast<int>(tree_tokens.size()), dt);  // a tree's rows cost what a block's do
       ++st.steps;
       children.assign(tree_tokens.size(), {});
       for (size_t i = 1; i < tree_tokens.size(); ++i) children[static_cast<size_t>(tree_parents[i])].push_back(static_cast<int>(i));

@@ -276,6 +276,11 @@ void check_greedy_tree(const LoadedModel& m, int n_prompts, int n_tokens) {
           if (d == &hidden && want.stop == GenerateResult::Stop::MaxTokens && nodes >= 2 * k + 1)
             EXPECT_GE(st.accepted * (k + 1), (n_tokens - 1 - k) * k) << what << ": the true branch was not followed";
         }
+    for (Drafter* d : std::vector<Drafter*>{&hidden, &lookup}) {  // adaptive: the planner sizes the tree
+      s.reset();
+      const auto got = generate_speculative(s, *d, in, greedy(n_tokens), SpeculativeOptions{16, true, 32});
+      EXPECT_EQ(got.tokens, want.tokens) << d->name() << " adaptive";
+    }
   }
   EXPECT_GT(trees, 20);
   EXPECT_GT(drafted, accepted);
