@@ -67,7 +67,7 @@ std::unique_ptr<Drafter> SpeculativeFlags::make_drafter(Session& session, std::s
     fail_as(ErrorCode::InvalidArgument, "--draft-vocab is for DFlash drafts (--dflash)");
   if (draft_tree != 0) {
     check_speculative_options({draft_max, !no_adaptive, draft_tree});
-    if (kind == "dflash") fail_as(ErrorCode::InvalidArgument, "--draft-tree is for --draft lookup, model or oracle, not DFlash drafts");
+    if (kind == "dflash" && !dflash.empty()) fail_as(ErrorCode::InvalidArgument, "--draft-tree is for --draft lookup, model or oracle, not DFlash drafts");
     if (!session.tree_verifiable())
       fail_as(ErrorCode::InvalidArgument, "--draft-tree: this model has sliding-window layers (tree verification needs "
                                           "every layer to see the whole context)");

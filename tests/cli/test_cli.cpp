@@ -85,6 +85,9 @@ TEST(Cli, BadInputGivesOneClearError) {
       {"run -m " + stories() + " --draft-vocab 100", "", "--dflash DIR", 1},
       {"run -m " + stories() + " --dflash /nonexistent/draft --draft-vocab -3", "", "--draft-vocab", 2},
       {"draft-vocab -m " + stories() + " --corpus /nonexistent/corpus.txt -o /tmp/never.txt", "", "/nonexistent/corpus.txt", 1},
+      {"run -m " + stories() + " --draft lookup --draft-tree 1", "", "draft tree of 1 nodes", 1},
+      {"run -m " + stories() + " --draft lookup --draft-tree 99", "", "--draft-tree", 2},
+      {"run -m " + stories() + " --dflash /nonexistent/draft --draft-tree 8", "", "--draft-tree is for", 1},
       {"frobnicate", "", "frobnicate", 2},
       {"info", "", "model", 2},
   };
