@@ -84,6 +84,7 @@ size_t Session::common_prefix(std::span<const int32_t> input) const {
 void Session::reset() {
   ctx_.cache.clear();
   cached_.clear();
+  tree_tokens_.clear();
 }
 
 void Session::save_state(const std::string& path, const std::vector<int32_t>& conversation) const {
@@ -131,6 +132,7 @@ void Session::check_fits(std::span<const int32_t> input) const {
 std::span<float> Session::prefill(std::span<const int32_t> input, const std::function<bool()>& cancelled,
                                   const std::function<bool(float)>& progress) {
   check_fits(input);
+  tree_tokens_.clear();
   // Reuse the longest common prefix, but always run at least the last token
   // so that its logits are fresh.
   size_t common = common_prefix(input);
@@ -165,6 +167,7 @@ std::span<float> Session::verify(std::span<const int32_t> block) {
     fail_as(ErrorCode::ContextFull, "verify: ", block.size(), " tokens do not fit the context after ", ctx_.cache.size());
   const size_t rows = block.size() * static_cast<size_t>(model_->config().vocab_size);
   if (block_logits_.size() < rows) block_logits_.resize(rows);
+  tree_tokens_.clear();  // a verified tree is accepted before the cache moves on, or not at all
   model_->forward(block, ctx_, *pool_, block_logits_.data(), /*all_logits=*/true);
   cached_.insert(cached_.end(), block.begin(), block.end());
   return {block_logits_.data(), rows};
@@ -193,6 +196,7 @@ void Session::rollback(size_t n) {
   if (n > cached_.size()) fail_as(ErrorCode::InvalidArgument, "rollback to ", n, " tokens but ", cached_.size(), " are cached");
   ctx_.cache.truncate(static_cast<int>(n));
   cached_.resize(n);
+  tree_tokens_.clear();
 }
 
 void Session::enable_hidden_taps(std::vector<int> layers) {

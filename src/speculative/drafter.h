@@ -3,6 +3,10 @@
 // the longest prefix the target agrees with is kept and the KV cache rolled
 // back past the rest (Session::rollback). Greedy acceptance is lossless
 // because the forward pass is batch-invariant (tests/model/test_batch_invariance.cpp).
+// With tree verification (SpeculativeOptions::tree_nodes) a drafter
+// proposes a tree of candidates (draft_tree), verified in one pass
+// (Session::verify_tree, each node exactly as decoding its path) and the
+// accepted path's keys/values copied into the cache (Session::accept_tree).
 //
 // This header: the drafter interface and the drafters that need no model.
 #pragma once

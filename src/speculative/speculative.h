@@ -1,7 +1,10 @@
 // The speculative generate loop: the same contract as Session::generate
 // (streaming, stop strings, EOS, max_tokens, cancellation, the same
 // GenerateResult), with each step verifying a drafted block in one batched
-// forward. Greedy output is token for token that of Session::generate.
+// forward (or, with tree_nodes, a drafted tree: greedy follows the
+// target's choice down the tree, sampling tries each node's children in
+// turn by the rejection rule). Greedy output is token for token that of
+// Session::generate.
 #pragma once
 #include <functional>
 #include <string_view>

@@ -166,6 +166,10 @@ TEST(TreeVerify, BadTreesAndOptionsAreClearErrors) {
   EXPECT_THROW(s.accept_tree(std::vector<int>{0, 1, 2}), Error) << "2 is not 1's child";
   s.accept_tree(std::vector<int>{0, 2});
   EXPECT_EQ(s.cached_tokens(), (std::vector<int32_t>{1, 2, 3, 5, 7}));
+  EXPECT_THROW(s.accept_tree(std::vector<int>{0}), Error) << "accepted twice";
+  s.verify_tree(std::vector<int32_t>{5, 6}, std::vector<int>{-1, 0});
+  s.rollback(4);
+  EXPECT_THROW(s.accept_tree(std::vector<int>{0}), Error) << "the cache moved on";
   for (int bad_nodes : {-1, 1, 64, 1000}) {
     SpeculativeOptions so;
     so.tree_nodes = bad_nodes;
