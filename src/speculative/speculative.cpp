@@ -279,6 +279,7 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
         }
         if (taken < 0) {
           next = greedy ? cands[0].second : sampler.draw(residual, -1);
+          if (next < 0) next = cands[0].second;  // rounding left no residual weight (the children held it all)
           break;
         }
         ++accepted;

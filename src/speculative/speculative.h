@@ -21,7 +21,8 @@ struct SpeculativeOptions {
   // lets the drafter propose up to N candidate tokens as a tree (several
   // continuations sharing prefixes; Drafter::draft_tree) verified in one
   // pass (Session::verify_tree), the planner's block length bounding its
-  // depth. Used where the session allows it (no sliding-window layers, no
+  // depth (and its size from below: the chosen block always fits; adaptive,
+  // nodes past it only while the measured verify cost stays within 10%). Used where the session allows it (no sliding-window layers, no
   // DFlash taps) and without a constraint; elsewhere chains.
   int tree_nodes = 0;
 };
