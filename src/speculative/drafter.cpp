@@ -13,6 +13,20 @@ LookupDrafter::LookupDrafter(int ngram_min, int ngram_max, std::shared_ptr<const
     fail_as(ErrorCode::InvalidArgument, "lookup n-gram sizes ", ngram_min, "..", ngram_max, " (need 1 <= min <= max)");
 }
 
+namespace {
+
+// The tokens after an occurrence of the history's last n tokens at `start`,
+// up to max: what followed it, and past the end of the history the same
+// again (the text since the occurrence repeating, period len - n - start),
+// so a loop is drafted in full rather than cut where the history ends.
+void continuation(std::span<const int32_t> history, int64_t start, int n, int max, std::vector<int32_t>& out) {
+  const int64_t len = static_cast<int64_t>(history.size()), from = start + n, period = len - from;
+  out.assign(history.begin() + from, history.begin() + from + std::min<int64_t>(max, period));
+  while (static_cast<int64_t>(out.size()) < max) out.push_back(out[out.size() - static_cast<size_t>(period)]);
+}
+
+}  // namespace
+
 void LookupDrafter::draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) {
   out.clear();
   const int64_t len = static_cast<int64_t>(history.size());
@@ -22,9 +36,7 @@ void LookupDrafter::draft(std::span<const int32_t> history, int max, std::vector
     // Most recent earlier occurrence: the match ends before the suffix itself.
     for (int64_t start = len - n - 1; start >= 0; --start) {
       if (!std::equal(key, key + n, history.data() + start)) continue;
-      const int64_t from = start + n;
-      const int64_t count = std::min<int64_t>(max, len - from);
-      out.assign(history.begin() + from, history.begin() + from + count);
+      continuation(history, start, n, max, out);
       return;
     }
   }
@@ -108,15 +120,15 @@ void LookupDrafter::draft_tree(std::span<const int32_t> history, int max_depth, 
   const int64_t len = static_cast<int64_t>(history.size());
   if (max_depth <= 0 || max_nodes <= 0) return;
   std::vector<std::vector<int32_t>> branches;
-  int64_t tokens = 0;  // an upper bound on the tree's nodes so far
-  for (int n = std::min<int64_t>(ngram_max_, len - 1); n >= ngram_min_ && tokens < max_nodes; --n) {
+  // Each distinct branch adds a node at least: 2 x max_nodes occurrences
+  // are plenty (repeats of one continuation merge in the tree).
+  const size_t most = 2 * static_cast<size_t>(max_nodes);
+  for (int n = std::min<int64_t>(ngram_max_, len - 1); n >= ngram_min_ && branches.size() < most; --n) {
     const int32_t* key = history.data() + len - n;
-    for (int64_t start = len - n - 1; start >= 0 && tokens < max_nodes; --start) {
+    for (int64_t start = len - n - 1; start >= 0 && branches.size() < most; --start) {
       if (!std::equal(key, key + n, history.data() + start)) continue;
-      const int64_t from = start + n;
-      const int64_t count = std::min<int64_t>(max_depth, len - from);
-      branches.emplace_back(history.begin() + from, history.begin() + from + count);
-      tokens += count;
+      branches.emplace_back();
+      continuation(history, start, n, max_depth, branches.back());
     }
   }
   if (branches.empty() && cache_) {

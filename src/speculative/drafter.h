@@ -64,7 +64,8 @@ class Drafter {
 
 // Prompt lookup: the longest suffix of the history (ngram_max tokens down
 // to ngram_min) that occurred before, most recent occurrence first, and
-// the tokens that followed it there. Costs microseconds; pays on rewriting,
+// the tokens that followed it there (continued periodically past the end of
+// the history: a loop of p tokens drafts the loop, not only p tokens). Costs microseconds; pays on rewriting,
 // quoting, code edits and chat about a document.
 // With an n-gram cache (speculative/ngram_cache.h), a history without a
 // match drafts the cache's continuation of its last tokens instead.
