@@ -96,7 +96,7 @@ void check_tree_logits(const LoadedModel& m, KVType kv, int trees) {
   ASSERT_TRUE(tree_s.tree_verifiable());
   int branched = 0;
   for (int c = 0; c < trees; ++c) {
-    const int n = std::vector<int>{1, 2, 5, 12, 23, 40, 64}[static_cast<size_t>(c) % 7];
+    const int n = std::vector<int>{12, 40, 2, 64, 5, 23, 1}[static_cast<size_t>(c) % 7];  // few trees (qemu): branchy first
     const Tree t = random_tree(n, vocab, 1000 + c);
     const auto prefix = test::some_tokens(1 + (c * 7) % 30, vocab, 77 + c);
     tree_s.reset();
@@ -130,10 +130,14 @@ void check_tree_logits(const LoadedModel& m, KVType kv, int trees) {
           << "tree " << c << ": decoding after accepting node " << chosen << ", token " << j;
     }
   }
-  EXPECT_GT(branched, 10) << "the random trees had too few branches";
+  EXPECT_GE(branched, trees) << "the random trees had too few branches";
 }
 
-TEST(TreeVerify, EveryNodeMatchesDecodingItsPathOnStories) { check_tree_logits(stories(), KVType::F16, 14); }
+// Under qemu (test.sh's no-avx512 and aarch64 stages) fewer trees and runs:
+// the kernels are what differs, and a few branchy trees take every path.
+TEST(TreeVerify, EveryNodeMatchesDecodingItsPathOnStories) {
+  check_tree_logits(stories(), KVType::F16, test::emulated() ? 3 : 14);
+}
 TEST(TreeVerify, EveryNodeMatchesDecodingItsPathOnSyntheticQwen3) {
   check_tree_logits(synthetic_qwen3(), KVType::F16, test::emulated() ? 4 : 10);
 }
@@ -260,9 +264,10 @@ void check_greedy_tree(const LoadedModel& m, int n_prompts, int n_tokens) {
     seq.insert(seq.end(), want.tokens.begin(), want.tokens.end());
     HiddenTruth hidden(seq, vocab);
     LookupDrafter lookup(1, 3);
+    const bool emulated = test::emulated();
     for (Drafter* d : std::vector<Drafter*>{&hidden, &lookup})
-      for (int k : {2, 8, 16})
-        for (int nodes : {4, 16, 63}) {
+      for (int k : emulated ? std::vector<int>{8} : std::vector<int>{2, 8, 16})
+        for (int nodes : emulated ? std::vector<int>{16} : std::vector<int>{4, 16, 63}) {
           SpeculativeOptions so{k, false, nodes};
           SpeculativeStats st;
           s.reset();
@@ -286,12 +291,14 @@ void check_greedy_tree(const LoadedModel& m, int n_prompts, int n_tokens) {
       EXPECT_EQ(got.tokens, want.tokens) << d->name() << " adaptive";
     }
   }
-  EXPECT_GT(trees, 20);
+  EXPECT_GT(trees, test::emulated() ? 3 : 20);
   EXPECT_GT(drafted, accepted);
   EXPECT_GT(accepted, 0);
 }
 
-TEST(TreeSpeculation, GreedyMatchesPlainOnStories) { check_greedy_tree(stories(), test::emulated() ? 2 : 10, 40); }
+TEST(TreeSpeculation, GreedyMatchesPlainOnStories) {
+  check_greedy_tree(stories(), test::emulated() ? 1 : 10, test::emulated() ? 24 : 40);
+}
 TEST(TreeSpeculation, GreedyMatchesPlainOnSyntheticQwen3) {
   check_greedy_tree(synthetic_qwen3(), test::emulated() ? 1 : 4, 24);
 }
