@@ -82,7 +82,8 @@ def run(pocket, model, prompt, n, extra):
         os.unlink(path)
     tg = float(re.search(r"generated \d+ tokens ([\d.]+) tok/s", p.stderr).group(1))
     m = re.search(r"(\d+) verified a draft \| drafted (\d+), accepted (\d+)", p.stderr)
-    return tg, (int(m.group(2)), int(m.group(3)), int(m.group(1))) if m else None
+    t = re.search(r"\| (\d+) trees\]", p.stderr)  # --draft-tree: verifies that had branches
+    return tg, (int(m.group(2)), int(m.group(3)), int(m.group(1)), int(t.group(1)) if t else 0) if m else None
 
 
 def main():
@@ -106,21 +107,24 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name in a.tasks.split(","):
         plain = []
-        rows = [{"tok": [], "speed": [], "drafted": 0, "accepted": 0, "verifies": 0} for _ in specs]
+        rows = [{"tok": [], "speed": [], "drafted": 0, "accepted": 0, "verifies": 0, "trees": 0} for _ in specs]
         for prompt in tasks[name](a.prompts):
             p, _ = run(a.pocket, a.model, prompt, a.n, [])
             plain.append(p)
             for spec, row in zip(specs, rows):
-                l, st = run(a.pocket, a.model, prompt, a.n, shlex.split(spec) + ["--draft-max", str(a.draft_max)])
+                extra = [] if "--draft-max" in spec else ["--draft-max", str(a.draft_max)]  # a spec may set its own
+                l, st = run(a.pocket, a.model, prompt, a.n, shlex.split(spec) + extra)
                 row["tok"].append(l)
                 row["speed"].append(l / p)
                 if st:
                     row["drafted"] += st[0]
                     row["accepted"] += st[1]
                     row["verifies"] += st[2]
+                    row["trees"] += st[3]
         for spec, row in zip(specs, rows):
             d, acc = row["drafted"], row["accepted"]
-            print(f"| {os.path.basename(a.model)} | `{spec}` | {name} | {len(plain)} | {d} | {acc} "
+            label = f"`{spec}`" + (f" ({row['trees']} of {row['verifies']} verifies trees)" if "--draft-tree" in spec else "")
+            print(f"| {os.path.basename(a.model)} | {label} | {name} | {len(plain)} | {d} | {acc} "
                   f"({100 * acc / max(d, 1):.0f}%) | {acc / max(row['verifies'], 1):.2f} | "
                   f"{statistics.median(plain):.1f} | {statistics.median(row['tok']):.1f} | "
                   f"{statistics.median(row['speed']):.2f}x |", flush=True)

@@ -32,6 +32,11 @@ void SpeculativeFlags::add_to(CLI::App& app) {
                  "match; implies --draft lookup");
   app.add_option("--draft-max", draft_max, "Largest drafted block verified at once (1..32)")
       ->check(CLI::Range(1, 32));
+  app.add_option("--draft-tree", draft_tree,
+                 "Tree verification: the drafter proposes up to N candidate tokens as a tree (lookup: every earlier "
+                 "occurrence's continuation; model: its top candidates at the first positions), all verified in one "
+                 "pass, the longest path the model agrees with kept (0 = one chain; 2..63; not for --dflash)")
+      ->check(CLI::Range(0, 63));
   app.add_option("--draft-vocab", draft_vocab,
                  "With --dflash: the draft scores only the N most frequent tokens of the ranking stored with it "
                  "(pocket draft-vocab), the target still verifies the whole vocabulary; 0 = the whole vocabulary "
@@ -60,6 +65,13 @@ std::unique_ptr<Drafter> SpeculativeFlags::make_drafter(Session& session, std::s
     fail_as(ErrorCode::InvalidArgument, "--ngram-cache is for the lookup drafter: use it with --draft lookup");
   if (draft_vocab >= 0 && kind != "dflash")
     fail_as(ErrorCode::InvalidArgument, "--draft-vocab is for DFlash drafts (--dflash)");
+  if (draft_tree != 0) {
+    check_speculative_options({draft_max, !no_adaptive, draft_tree});
+    if (kind == "dflash" && !dflash.empty()) fail_as(ErrorCode::InvalidArgument, "--draft-tree is for --draft lookup, model or oracle, not DFlash drafts");
+    if (!session.tree_verifiable())
+      fail_as(ErrorCode::InvalidArgument, "--draft-tree: this model has sliding-window layers (tree verification needs "
+                                          "every layer to see the whole context)");
+  }
   if (kind == "model") {
     if (draft_model.empty()) fail_as(ErrorCode::InvalidArgument, "--draft model needs --draft-model FILE");
     LoadedModel d = load_model(draft_model);
@@ -92,14 +104,14 @@ GenerateResult SpeculativeFlags::generate(Session& session, Drafter& drafter, st
                                           const GenerateOptions& opt,
                                           const std::function<bool(std::string_view)>& on_text, bool quiet) const {
   SpeculativeStats st;
-  GenerateResult r = generate_speculative(session, drafter, input, opt, {draft_max, !no_adaptive}, on_text, &st);
+  GenerateResult r = generate_speculative(session, drafter, input, opt, {draft_max, !no_adaptive, draft_tree}, on_text, &st);
   if (!quiet)
     std::fprintf(stderr,
                  "\n[speculative %s: %d steps, %d verified a draft | drafted %d, accepted %d (%.0f%%), %.2f per verify | "
-                 "draft %.3f s, verify %.3f s]",
+                 "draft %.3f s, verify %.3f s%s]",
                  drafter.name(), st.steps, st.verify_steps, st.drafted, st.accepted,
                  st.drafted ? 100.0 * st.accepted / st.drafted : 0.0, st.mean_accepted(), st.draft_seconds,
-                 st.verify_seconds);
+                 st.verify_seconds, draft_tree > 0 ? (" | " + std::to_string(st.tree_steps) + " trees").c_str() : "");
   return r;
 }
 

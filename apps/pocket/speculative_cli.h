@@ -1,5 +1,5 @@
 // The speculative-decoding flags of `pocket run` (--draft, --dflash,
-// --draft-model, --draft-max, --draft-vocab, --no-adaptive) and the generate call they select.
+// --draft-model, --draft-max, --draft-tree, --draft-vocab, --no-adaptive) and the generate call they select.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <functional>
@@ -18,11 +18,12 @@ struct SpeculativeFlags {
   std::string draft_model; // a smaller model with the same tokenizer; implies --draft model
   std::string ngram_cache; // an n-gram cache file (pocket ngram-build) for the lookup drafter
   int draft_max = 16;
+  int draft_tree = 0;      // --draft-tree N: candidate tokens verified as a tree (0 = one chain)
   int draft_vocab = -1;    // --draft-vocab N (DFlash): -1 = the draft's default, 0 = the whole vocabulary
   bool no_adaptive = false;
   void add_to(CLI::App& app);
   bool enabled() const {
-    return !draft.empty() || !dflash.empty() || !draft_model.empty() || !ngram_cache.empty() || draft_vocab >= 0;
+    return !draft.empty() || !dflash.empty() || !draft_model.empty() || !ngram_cache.empty() || draft_vocab >= 0 || draft_tree > 0;
   }
   // The chosen drafter, made before any output so that a bad flag or draft
   // file is the only thing printed (the oracle runs the generation once).

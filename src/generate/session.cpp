@@ -84,6 +84,7 @@ size_t Session::common_prefix(std::span<const int32_t> input) const {
 void Session::reset() {
   ctx_.cache.clear();
   cached_.clear();
+  tree_tokens_.clear();
 }
 
 void Session::save_state(const std::string& path, const std::vector<int32_t>& conversation) const {
@@ -131,6 +132,7 @@ void Session::check_fits(std::span<const int32_t> input) const {
 std::span<float> Session::prefill(std::span<const int32_t> input, const std::function<bool()>& cancelled,
                                   const std::function<bool(float)>& progress) {
   check_fits(input);
+  tree_tokens_.clear();
   // Reuse the longest common prefix, but always run at least the last token
   // so that its logits are fresh.
   size_t common = common_prefix(input);
@@ -165,15 +167,36 @@ std::span<float> Session::verify(std::span<const int32_t> block) {
     fail_as(ErrorCode::ContextFull, "verify: ", block.size(), " tokens do not fit the context after ", ctx_.cache.size());
   const size_t rows = block.size() * static_cast<size_t>(model_->config().vocab_size);
   if (block_logits_.size() < rows) block_logits_.resize(rows);
+  tree_tokens_.clear();  // a verified tree is accepted before the cache moves on, or not at all
   model_->forward(block, ctx_, *pool_, block_logits_.data(), /*all_logits=*/true);
   cached_.insert(cached_.end(), block.begin(), block.end());
   return {block_logits_.data(), rows};
+}
+
+std::span<float> Session::verify_tree(std::span<const int32_t> tokens, std::span<const int> parents) {
+  if (tokens.empty()) fail_as(ErrorCode::InvalidArgument, "verify: no tokens");
+  if (!model_->packable()) fail_as(ErrorCode::InvalidArgument, "tree verify: the model has sliding-window layers");
+  if (taps_) fail_as(ErrorCode::InvalidArgument, "tree verify: not with hidden-state taps (DFlash drafts)");
+  const size_t rows = tokens.size() * static_cast<size_t>(model_->config().vocab_size);
+  if (block_logits_.size() < rows) block_logits_.resize(rows);
+  tree_tokens_.clear();
+  model_->forward_tree(tokens, parents, ctx_, *pool_, block_logits_.data());
+  tree_tokens_.assign(tokens.begin(), tokens.end());
+  return {block_logits_.data(), rows};
+}
+
+void Session::accept_tree(std::span<const int> path) {
+  if (tree_tokens_.empty()) fail_as(ErrorCode::InvalidArgument, "tree accept: no tree verified");
+  model_->commit_tree(path, ctx_);
+  for (int node : path) cached_.push_back(tree_tokens_[static_cast<size_t>(node)]);
+  tree_tokens_.clear();
 }
 
 void Session::rollback(size_t n) {
   if (n > cached_.size()) fail_as(ErrorCode::InvalidArgument, "rollback to ", n, " tokens but ", cached_.size(), " are cached");
   ctx_.cache.truncate(static_cast<int>(n));
   cached_.resize(n);
+  tree_tokens_.clear();
 }
 
 void Session::enable_hidden_taps(std::vector<int> layers) {

@@ -94,6 +94,17 @@ class Session {
   // tokens (the KV rows are dropped, not copied). Errors as prefill's.
   std::span<float> verify(std::span<const int32_t> block);
   void rollback(size_t n);
+  // Tree verification (Model::forward_tree): a tree of candidate tokens
+  // after the cached ones (depth-first preorder, parents[0] == -1), every
+  // node's logits (tokens.size() x vocab_size rows) in one pass, each
+  // bit-identical to decoding the node's root-to-node path. Caches nothing
+  // until accept_tree(path) appends the chosen path (root first, each node
+  // the parent of the next; may be empty) and its keys/values.
+  std::span<float> verify_tree(std::span<const int32_t> tokens, std::span<const int> parents);
+  void accept_tree(std::span<const int> path);
+  // Whether verify_tree works with this session (no sliding-window layers,
+  // no hidden-state taps).
+  bool tree_verifiable() const { return model_->packable() && !taps_; }
 
   // Keeps the hidden states after the given target layers for every cached
   // position (DFlash drafts read them); starts over (reset()) so every
@@ -147,6 +158,7 @@ class Session {
   std::vector<int32_t> cached_;  // tokens whose keys/values are in ctx_.cache
   std::vector<float> logits_;
   std::vector<float> block_logits_;  // verify()'s rows
+  std::vector<int32_t> tree_tokens_;  // verify_tree()'s nodes, until accept_tree()
   std::unique_ptr<float[]> taps_;    // enable_hidden_taps(): capacity x layers x dim
   void zero_taps_of_cached();
 };

@@ -246,6 +246,20 @@ void KVCache::move_rows(int layer, int dst, int src, int n) {
     }
 }
 
+void KVCache::copy_rows_from(const KVCache& src, int layer, int dst, int src_pos, int n) {
+  if (n <= 0) return;
+  if (src.type_ != type_ || src.n_kv_heads_ != n_kv_heads_ || src.head_dim_ != head_dim_ || layers_[layer].local ||
+      src.layers_[layer].local || dst < 0 || dst + n > layers_[layer].slots || src_pos < 0 ||
+      src_pos + n > src.layers_[layer].slots)
+    fail("KV cache: copying ", n, " rows of layer ", layer, " from slot ", src_pos, " to ", dst, " between caches that do not match");
+  for (int kv = 0; kv < 2; ++kv)
+    for (int h = 0; h < n_kv_heads_; ++h) {
+      std::memcpy(row(layer, kv, h, dst), src.row(layer, kv, h, src_pos), static_cast<size_t>(n) * row_bytes());
+      if (scales_)
+        std::memcpy(row_scale(layer, kv, h, dst), src.row_scale(layer, kv, h, src_pos), static_cast<size_t>(n) * sizeof(float));
+    }
+}
+
 void KVCache::reserve_append(int n) {
   if (n < 0 || n > kMaxWrite) fail("KV cache: one write of ", n, " positions (at most ", kMaxWrite, ")");
   if (n_past_ + n > n_ctx_) fail("KV cache: ", n_past_ + n, " positions exceed the context of ", n_ctx_);

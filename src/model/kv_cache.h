@@ -143,6 +143,10 @@ class KVCache {
   // Copies n positions of a layer (K and V of every head, with their
   // scales) from src to dst; the ranges may overlap.
   void move_rows(int layer, int dst, int src, int n);
+  // Copies n positions of a layer from `src` (a cache of the same type and
+  // heads; tree verification's staging rows) into slots dst.. of this one.
+  // Global layers only (slot = position).
+  void copy_rows_from(const KVCache& src, int layer, int dst, int src_pos, int n);
   size_t reserved_bytes() const { return bytes_; }
 
   // Shape, for saved session state (state/session_state.h).

@@ -104,6 +104,8 @@ void check_input(std::span<const int32_t> tokens, const Context& ctx, const Mode
 
 Context::Context(const ModelConfig& cfg, int n_ctx, KVType kv) : cache(cfg, n_ctx, kv) {}
 
+Context::TreeStage::TreeStage(const ModelConfig& cfg, KVType kv) : rows(cfg, Model::kMaxTreeNodes, kv) {}
+
 Model::Model(std::shared_ptr<const ModelFile> file, bool exact_kquants) : file_(std::move(file)), cfg_(file_->config) {
   const ModelFile& f = *file_;
   const ModelConfig& c = cfg_;
@@ -489,6 +491,103 @@ void Model::forward_decode(std::span<const int32_t> tokens, std::span<Context* c
   kernels::matmul(*output_, xn, n, logits, &pool);
   if (c.final_softcap > 0.0f)
     for (size_t j = 0; j < N * c.vocab_size; ++j) logits[j] = c.final_softcap * std::tanh(logits[j] / c.final_softcap);
+}
+
+void Model::forward_tree(std::span<const int32_t> tokens, std::span<const int> parents, Context& ctx, ThreadPool& pool,
+                         float* logits) const {
+  const ModelConfig& c = cfg_;
+  const int n = static_cast<int>(tokens.size());
+  if (!packable()) fail("tree verify: the model has sliding-window layers");
+  if (ctx.tap_out != nullptr) fail("tree verify: not with hidden-state taps");
+  if (n < 1 || n > kMaxTreeNodes) fail("tree verify: ", n, " nodes (1 to ", kMaxTreeNodes, ")");
+  if (parents.size() != tokens.size()) fail("tree verify: ", tokens.size(), " tokens but ", parents.size(), " parents");
+  if (!ctx.tree || ctx.tree->rows.type() != ctx.cache.type()) ctx.tree = std::make_unique<Context::TreeStage>(c, ctx.cache.type());
+  Context::TreeStage& t = *ctx.tree;
+  t.base = -1;
+  t.parents.assign(parents.begin(), parents.end());
+  t.depth.assign(tokens.size(), 0);
+  std::vector<int> path;  // the nodes from the root to the previous node
+  int max_depth = 0;
+  for (int i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= c.vocab_size)
+      fail("token id ", tokens[i], " is outside the vocabulary (", c.vocab_size, ")");
+    if (i == 0) {
+      if (parents[0] != -1) fail("tree verify: node 0 is the root (parent -1), not a child of ", parents[0]);
+    } else {
+      while (!path.empty() && path.back() != parents[i]) path.pop_back();
+      if (path.empty())
+        fail("tree verify: node ", i, "'s parent ", parents[i], " is not on the path to node ", i - 1,
+             " (nodes come in depth-first preorder)");
+      t.depth[i] = t.depth[parents[i]] + 1;
+    }
+    path.push_back(i);
+    max_depth = std::max(max_depth, t.depth[i]);
+  }
+  const int P = ctx.cache.size();
+  if (P + max_depth + 1 > ctx.cache.capacity())
+    fail("tree verify: a tree of depth ", max_depth + 1, " does not fit the context of ", ctx.cache.capacity(), " after ", P);
+  ctx.cache.reserve_append(max_depth + 1);
+  if (ctx.batch_capacity < n) {
+    size_rows(ctx, n, c);
+    ctx.batch_capacity = n;
+  }
+  const int dim = c.dim, q_dim = c.q_dim();
+  t.q.resize(static_cast<size_t>(n) * q_dim);
+  t.attn.resize(static_cast<size_t>(n) * q_dim);
+  float *x = ctx.x.data(), *xn = ctx.xn.data(), *k = ctx.k.data(), *v = ctx.v.data();
+  float *gate = ctx.gate.data(), *up = ctx.up.data(), *q = t.q.data(), *attn = t.attn.data();
+  // Chain segments: [seg[s], seg[s + 1]), each node the child of the one before.
+  std::vector<int> seg;
+  for (int i = 0; i < n; ++i)
+    if (i == 0 || parents[i] != i - 1) seg.push_back(i);
+  seg.push_back(n);
+
+  for (int i = 0; i < n; ++i) embed_row(tokens[i], x + static_cast<size_t>(i) * dim);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const Layer& L = layers_[l];
+    attention_input(l, n, x, xn, q, k, v, pool, [&](int i) { return RowPlace{P + t.depth[i], i, &t.rows}; });
+    for (size_t s = 0; s + 1 < seg.size(); ++s) {
+      const int a = seg[s], len = seg[s + 1] - a, d0 = t.depth[a];
+      // The path above the segment is in place: it ends at the segment's
+      // parent, which the previous segment's path holds at the same depths.
+      ctx.cache.copy_rows_from(t.rows, l, P + d0, a, len);
+      std::copy_n(q + static_cast<size_t>(a) * q_dim, static_cast<size_t>(len) * q_dim, ctx.q.data());
+      attention(l, len, P + d0, ctx, pool);
+      std::copy_n(ctx.attn.data(), static_cast<size_t>(len) * q_dim, attn + static_cast<size_t>(a) * q_dim);
+    }
+    kernels::matmul(*L.wo, attn, n, xn, &pool);
+    feed_forward(l, n, x, xn, gate, up, pool);
+  }
+  t.base = P;
+  if (logits == nullptr) return;
+  add_then_norm(n, c, x, xn, output_norm_, pool, [&](float* xi, float* xni) {
+    add_block_output(xi, xni, layers_[c.n_layers - 1].post_ffn_norm);
+  });
+  kernels::matmul(*output_, xn, n, logits, &pool);
+  if (c.final_softcap > 0.0f)
+    for (size_t j = 0; j < static_cast<size_t>(n) * c.vocab_size; ++j)
+      logits[j] = c.final_softcap * std::tanh(logits[j] / c.final_softcap);
+}
+
+void Model::commit_tree(std::span<const int> path, Context& ctx) const {
+  Context::TreeStage* t = ctx.tree.get();
+  if (t == nullptr || t->base < 0 || t->base != ctx.cache.size()) fail("tree commit: no tree verified at this position");
+  const int n = static_cast<int>(t->parents.size());
+  for (size_t j = 0; j < path.size(); ++j) {
+    const int node = path[j];
+    if (node < 0 || node >= n || t->parents[node] != (j == 0 ? -1 : path[j - 1]))
+      fail("tree commit: node ", node, " at depth ", j, " is not the child of the path before it");
+  }
+  const int P = t->base, m = static_cast<int>(path.size());
+  for (int l = 0; l < cfg_.n_layers; ++l)
+    for (int j = 0; j < m;) {  // runs of consecutive nodes in one copy
+      int e = j + 1;
+      while (e < m && path[e] == path[e - 1] + 1) ++e;
+      ctx.cache.copy_rows_from(t->rows, l, P + j, path[j], e - j);
+      j = e;
+    }
+  ctx.cache.set_size(P + m);
+  t->base = -1;
 }
 
 void Model::attention(int layer, int n, int pos0, Context& ctx, ThreadPool& pool, const PackedRows* packed) const {

@@ -47,6 +47,20 @@ struct Context {
   // after it) at position p goes to tap_out + (p * tap_layers.size() + i) * dim.
   std::vector<int> tap_layers;
   float* tap_out = nullptr;
+  // Tree verification's state (Model::forward_tree), made on first use.
+  struct TreeStage;
+  std::unique_ptr<TreeStage> tree;
+};
+
+// The last forward_tree's nodes: every node's keys and values (slot = node
+// index, Model::kMaxTreeNodes slots), its parents and depths, and the query
+// and attention rows of all nodes.
+struct Context::TreeStage {
+  TreeStage(const ModelConfig& cfg, KVType kv);
+  KVCache rows;
+  std::vector<int> parents, depth;
+  std::vector<float> q, attn;
+  int base = -1;  // the cache's size when it ran; -1 once committed
 };
 
 class Model {
@@ -102,6 +116,27 @@ class Model {
   };
   void forward_decode(std::span<const int32_t> tokens, std::span<Context* const> ctxs, ThreadPool& pool,
                       float* logits, DecodeScratch& scratch) const;
+
+  // Tree verification (speculative decoding with several candidate
+  // branches): a tree of tokens after the cached ones in one pass, every
+  // matmul over all nodes at once, and each node's attention seeing exactly
+  // the cache and its ancestors, laid out as a one-token decode step of that
+  // node would see them, so node i's logits (tokens.size() x vocab_size
+  // rows) are bit-identical to decoding its root-to-node path. The nodes
+  // come in depth-first preorder: parents[0] == -1 (the root, at position
+  // cache.size()), and every other parent is an earlier node on the path to
+  // the node before it. Each run of nodes whose parent is the node just
+  // before it (a chain segment) attends, layer by layer, after its path's
+  // rows are copied to slots cache.size().. (the ancestors are already
+  // there from the previous segment). The cache's size is unchanged; every
+  // node's keys/values stay in ctx.tree_stage (slot = node index) until
+  // commit_tree. Only for packable() models, without hidden-state taps.
+  static constexpr int kMaxTreeNodes = 64;
+  void forward_tree(std::span<const int32_t> tokens, std::span<const int> parents, Context& ctx, ThreadPool& pool,
+                    float* logits) const;
+  // Appends the nodes `path` (root first, each the parent of the next) of
+  // the last forward_tree to the cache, copying their keys/values.
+  void commit_tree(std::span<const int> path, Context& ctx) const;
 
  private:
   struct Layer {

@@ -20,10 +20,25 @@ class ModelDrafter : public Drafter {
                const Tokenizer& target_tokenizer, int n_ctx, int n_threads, float min_confidence = 0.3f);
   const char* name() const override { return "model"; }
   void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) override;
+  // The greedy chain, plus, at each of its first `positions` positions,
+  // the draft's next `alternatives` likeliest tokens (those with
+  // probability >= min_probability under the draft) as one-token branches:
+  // no extra draft pass, and a rejection there still gains a token when the
+  // target picks the draft's second or third choice.
+  void draft_tree(std::span<const int32_t> history, int max_depth, int max_nodes, DraftTree& out) override;
+  struct Branching {
+    int positions = 3, alternatives = 2;
+    float min_probability = 0.05f;
+  };
+  void set_branching(const Branching& b) { branching_ = b; }
 
  private:
+  // draft(); with `alts`, each position's alternatives (token, position).
+  void draft_chain(std::span<const int32_t> history, int max, std::vector<int32_t>& out,
+                   std::vector<std::pair<int32_t, int>>* alts);
   Session session_;
   float min_confidence_;
+  Branching branching_;
   std::vector<int32_t> seq_;
 };
 

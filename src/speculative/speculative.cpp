@@ -37,12 +37,25 @@ void trim_to_constraint(constrain::Matcher& m, const Tokenizer& tok, std::vector
   draft.resize(n);
 }
 
+// Tree verification: the share by which a tree's verify may cost more than
+// the chain the planner chose (measured cost curve), for its extra branches.
+constexpr double kTreeExtraCost = 0.10;
+
 }  // namespace
+
+void check_speculative_options(const SpeculativeOptions& spec) {
+  if (spec.draft_max < 1 || spec.draft_max > 32)
+    fail_as(ErrorCode::InvalidArgument, "draft length ", spec.draft_max, " must be in 1..32");
+  if (spec.tree_nodes != 0 && (spec.tree_nodes < 2 || spec.tree_nodes > Model::kMaxTreeNodes - 1))
+    fail_as(ErrorCode::InvalidArgument, "draft tree of ", spec.tree_nodes, " nodes: use 0 (chains) or 2..",
+            Model::kMaxTreeNodes - 1);
+}
 
 GenerateResult generate_speculative(Session& session, Drafter& drafter, std::span<const int32_t> input,
                                     const GenerateOptions& opt, const SpeculativeOptions& spec,
                                     const std::function<bool(std::string_view)>& on_text, SpeculativeStats* stats) {
   if (opt.max_tokens < 0) fail_as(ErrorCode::InvalidArgument, "max tokens ", opt.max_tokens, " must be >= 0");
+  check_speculative_options(spec);
   BlockPlanner planner(spec.draft_max, spec.adaptive);
   const bool greedy = opt.sampling.temperature == 0.0f;
   Sampler sampler(opt.sampling);
@@ -125,6 +138,14 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
 
   t0 = Clock::now();
   std::vector<int32_t> draft, block;
+  // Tree verification: the drafted tree, and the verified one with the
+  // current token as its root (node 0).
+  const bool use_tree = spec.tree_nodes > 0 && !matcher && session.tree_verifiable();
+  DraftTree tree;
+  std::vector<int32_t> tree_tokens;
+  std::vector<int> tree_parents, path;
+  std::vector<std::vector<int>> children;
+  std::vector<std::pair<float, int32_t>> residual;
   constexpr int kMaxBackoff = 32;
   int backoff = 0, skip = 0;  // a free drafter's pause after a plain choice: steps left
   bool paused = false;        // a costly drafter's pause: drafts only within the planner's loss budget
@@ -176,14 +197,22 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     } else if ((!paused || planner.may_explore(static_cast<int>(history.size() - drafted_at))) && !planner.wants_plain_step()) {
       drafted_now = true;
       const auto td = Clock::now();
-      drafter.draft(history, planner.draft_request(room), draft);
+      if (use_tree) {
+        drafter.draft_tree(history, planner.draft_request(room), spec.tree_nodes, tree);
+        draft = tree.first_chain();
+      } else {
+        drafter.draft(history, planner.draft_request(room), draft);
+      }
       if (matcher) trim_to_constraint(*matcher, tok, draft);
       const double dt = seconds_since(td);
       st.draft_seconds += dt;
       planner.record_draft_time(dt, static_cast<int>(history.size() - drafted_at));
       drafted_at = history.size();
     }
-    int k = planner.choose(std::min(static_cast<int>(draft.size()), room));
+    int available = static_cast<int>(draft.size());
+    if (use_tree && drafted_now)
+      for (int d : tree.depths()) available = std::max(available, d);
+    int k = planner.choose(std::min(available, room));
     // Steps with drafting measured slower per token than plain ones, end to
     // end: plain, but for one exploring block after each pause.
     if (k > 0 && !explore && planner.speculation_loses()) k = 0;
@@ -193,6 +222,83 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
       paused = k == 0 && planner.costly_drafter();
       skip = k > 0 || paused ? 0 : backoff;
       explore = skip > 0 || paused;
+    }
+    if (use_tree && drafted_now && k > 0) {
+      // The tree's depth is the planner's block; its size what that block's
+      // verify costs plus kTreeExtraCost (adaptive: the measured cost curve,
+      // so a tree adds rows only where rows are nearly free), at most
+      // tree_nodes. The first nodes of a preorder are a tree, first chain first.
+      tree.prune(k);
+      int nodes = spec.tree_nodes;
+      if (spec.adaptive) {
+        const double limit = planner.cost(k + 1) * (1.0 + kTreeExtraCost);
+        nodes = k;
+        while (nodes < spec.tree_nodes && nodes + 2 <= planner.draft_max() + 1 && planner.cost(nodes + 2) <= limit) ++nodes;
+      }
+      tree.truncate(static_cast<size_t>(std::max(nodes, k)));
+    }
+    if (use_tree && drafted_now && k > 0 && tree.size() > tree.first_chain().size()) {
+      const auto tv = Clock::now();
+      tree_tokens.assign(1, next);
+      tree_tokens.insert(tree_tokens.end(), tree.tokens.begin(), tree.tokens.end());
+      tree_parents.assign(1, -1);
+      for (int p : tree.parents) tree_parents.push_back(p + 1);
+      std::span<float> rows = session.verify_tree(tree_tokens, tree_parents);
+      const double dt = seconds_since(tv);
+      st.verify_seconds += dt;
+      planner.record_time(static_cast<int>(tree_tokens.size()), dt);  // a tree's rows cost what a block's do
+      ++st.steps;
+      children.assign(tree_tokens.size(), {});
+      for (size_t i = 1; i < tree_tokens.size(); ++i) children[static_cast<size_t>(tree_parents[i])].push_back(static_cast<int>(i));
+      // From the root, follow the child the target takes: greedy, the one
+      // whose token is the argmax; sampling, the children are tried in turn
+      // by the rejection rule, each against the distribution left after the
+      // rejected ones (so the token taken is distributed as plain sampling's).
+      path.assign(1, 0);
+      int accepted = 0;
+      bool stopped = false;
+      next = -1;
+      for (int u = 0; !stopped;) {
+        std::span<float> row = rows.subspan(static_cast<size_t>(u) * V, V);
+        auto cands = sampler.candidates(row, history);
+        int taken = -1;
+        if (greedy) {
+          for (int ch : children[static_cast<size_t>(u)])
+            if (tree_tokens[static_cast<size_t>(ch)] == cands[0].second) taken = ch;
+        } else {
+          residual.assign(cands.begin(), cands.end());
+          for (int ch : children[static_cast<size_t>(u)]) {
+            const int32_t d = tree_tokens[static_cast<size_t>(ch)];
+            if (sampler.chance(probability(residual, d))) {
+              taken = ch;
+              break;
+            }
+            for (auto& c : residual)
+              if (c.second == d) c.first = 0;
+          }
+        }
+        if (taken < 0) {
+          next = greedy ? cands[0].second : sampler.draw(residual, -1);
+          if (next < 0) next = cands[0].second;  // rounding left no residual weight (the children held it all)
+          break;
+        }
+        ++accepted;
+        path.push_back(taken);
+        u = taken;
+        stopped = !take(tree_tokens[static_cast<size_t>(taken)]);
+      }
+      ++st.verify_steps;
+      ++st.tree_steps;
+      st.drafted += static_cast<int>(tree.size());
+      st.accepted += accepted;
+      planner.record_acceptance(k, accepted);
+      planner.record_step(true, accepted + 1, seconds_since(t_step));
+      // Keep `next`'s row and the accepted path's (not a token that ended
+      // generation: plain decoding would not have run it).
+      path.resize(path.size() - (stopped ? 1 : 0));
+      session.accept_tree(path);
+      if (stopped) break;
+      continue;
     }
     block.assign(1, next);
     block.insert(block.end(), draft.begin(), draft.begin() + k);

@@ -1,7 +1,8 @@
 // Measurements that size speculative decoding for a model on this machine:
 // the cost of verifying k tokens in one forward as a multiple of one decode
 // step, and the oracle ceiling (a drafter replaying the target's own greedy
-// output, every draft accepted) at each block size.
+// output, every draft accepted) at each block size; and the cost of
+// verifying the same number of tokens as a tree (tree verification).
 #pragma once
 #include <atomic>
 #include <string>
@@ -22,6 +23,9 @@ struct Row {
   int k = 0;
   double verify_ms = 0;   // median of one forward over k tokens (every row's logits)
   double cost = 0;        // verify_ms / decode_ms
+  // The same number of rows as a tree (the root, then three chains from
+  // it: Model::forward_tree); 0 where the model cannot verify trees.
+  double tree_ms = 0, tree_cost = 0;
   double oracle_tok_s = 0, oracle_speedup = 0;  // greedy generation with the oracle at draft k - 1
 };
 

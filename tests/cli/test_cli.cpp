@@ -20,7 +20,8 @@ TEST(Cli, RunPrintsTheGreedyStory) {
   auto r = run("run -m " + stories() + " -n 12 --temp 0 -q");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out, "Once upon a time, there was a little girl named Lily. She\n");
-  for (const std::string& draft : {std::string("lookup"), std::string("oracle"), "model --draft-model " + stories()}) {  // speculative: the same text
+  for (const std::string& draft : {std::string("lookup"), std::string("oracle"), "model --draft-model " + stories(),
+                                   std::string("lookup --draft-tree 8"), "model --draft-model " + stories() + " --draft-tree 8"}) {  // speculative: the same text
     auto s = run("run -m " + stories() + " -n 12 --temp 0 -q --draft " + draft + " --draft-max 4");
     EXPECT_EQ(s.code, 0) << s.out;
     EXPECT_EQ(s.out, r.out) << draft;
@@ -85,6 +86,9 @@ TEST(Cli, BadInputGivesOneClearError) {
       {"run -m " + stories() + " --draft-vocab 100", "", "--dflash DIR", 1},
       {"run -m " + stories() + " --dflash /nonexistent/draft --draft-vocab -3", "", "--draft-vocab", 2},
       {"draft-vocab -m " + stories() + " --corpus /nonexistent/corpus.txt -o /tmp/never.txt", "", "/nonexistent/corpus.txt", 1},
+      {"run -m " + stories() + " --draft lookup --draft-tree 1", "", "draft tree of 1 nodes", 1},
+      {"run -m " + stories() + " --draft lookup --draft-tree 99", "", "--draft-tree", 2},
+      {"run -m " + stories() + " --dflash /nonexistent/draft --draft-tree 8", "", "--draft-tree is for", 1},
       {"frobnicate", "", "frobnicate", 2},
       {"info", "", "model", 2},
   };

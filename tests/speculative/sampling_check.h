@@ -65,19 +65,20 @@ inline PairDistribution exact_pair_distribution(Session& s, const std::vector<in
   return exact;
 }
 
-// Runs n seeded speculative generations (one drafted token verified per
-// step) and checks the frequencies of the first two generated tokens
+// Runs n seeded speculative generations (by default one drafted token
+// verified per step; `spec`) and checks the frequencies of the first two generated tokens
 // against `exact` (within 5 sigma), and that at least `min_verified` drafts
 // were verified; `accepted`, when not null, gets the drafts accepted.
 inline void expect_pair_frequencies(Session& s, Drafter& drafter, const std::vector<int32_t>& in, GenerateOptions o,
-                                    const PairDistribution& exact, int n, int min_verified, int* accepted = nullptr) {
+                                    const PairDistribution& exact, int n, int min_verified, int* accepted = nullptr,
+                                    SpeculativeOptions spec = {1, false}) {
   std::map<std::pair<int, int>, int> seen;
   int verified = 0;
   for (int seed = 0; seed < n; ++seed) {
     o.sampling.seed = static_cast<uint64_t>(seed);
     SpeculativeStats st;
     s.reset();
-    auto r = generate_speculative(s, drafter, in, o, {1, false}, {}, &st);
+    auto r = generate_speculative(s, drafter, in, o, spec, {}, &st);
     ASSERT_GE(r.tokens.size(), 2u);
     ++seen[{r.tokens[0], r.tokens[1]}];
     verified += st.drafted;

@@ -62,6 +62,39 @@ TEST(ModelDrafter, IdenticalDraftIsAlwaysAcceptedAndADifferentOneIsLossless) {
   EXPECT_GT(other_drafted, other_accepted) << "the 4-bit draft never disagreed: the test would not see a rollback";
 }
 
+// Trees (--draft-tree): the greedy chain with the draft's next likeliest
+// tokens as one-token branches at the first positions; greedy output stays
+// the target's, and the branches sometimes catch what the chain misses.
+TEST(ModelDrafter, TreesKeepGreedyOutputAndBranchAtTheFirstPositions) {
+  test::TempDir dir;
+  const LoadedModel target = tiny_qwen3(dir, DType::F32), q4 = tiny_qwen3(dir, DType::PQ4);
+  const bool emulated = test::emulated();
+  Session s(target.model, target.tokenizer, 128, emulated ? 1 : 2);
+  ModelDrafter other(q4.model, q4.tokenizer, *target.tokenizer, 128, 1, 0.0f);
+  other.set_branching({3, 2, 0.0f});  // the random-weight draft is too sure for the default threshold
+  const auto probe = test::some_tokens(9, 290, 7);
+  std::vector<int32_t> chain;
+  DraftTree tree;
+  other.draft(probe, 6, chain);
+  other.draft_tree(probe, 6, 63, tree);
+  EXPECT_EQ(tree.first_chain(), chain);
+  EXPECT_EQ(tree.size(), chain.size() + 6) << "two alternatives at each of the first three positions";
+  for (int d : tree.depths()) EXPECT_LE(d, 6);
+  int trees = 0;
+  for (int i = 0; i < (emulated ? 1 : 4); ++i) {
+    const auto in = test::some_tokens(3 + 5 * i, 290, 80 + static_cast<uint64_t>(i));
+    s.reset();
+    const auto want = s.generate(in, greedy(40));
+    for (int k : {2, 6}) {
+      SpeculativeStats st;
+      s.reset();
+      EXPECT_EQ(generate_speculative(s, other, in, greedy(40), {k, false, 16}, {}, &st).tokens, want.tokens) << i << " " << k;
+      trees += st.tree_steps;
+    }
+  }
+  EXPECT_GT(trees, 0);
+}
+
 TEST(ModelDrafter, ADraftWithAnotherVocabularyIsRefused) {
   test::TempDir dir;
   const LoadedModel target = tiny_qwen3(dir, DType::F32);

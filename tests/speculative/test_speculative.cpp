@@ -264,7 +264,9 @@ TEST(Speculative, LookupDrafterProposesTheContinuationOfTheLongestRecentMatch) {
   d.draft(std::vector<int32_t>{5, 6, 7}, 4, out);
   EXPECT_TRUE(out.empty());
   d.draft(std::vector<int32_t>{5, 6, 5}, 4, out);
-  EXPECT_EQ(out, (std::vector<int32_t>{6, 5}));
+  EXPECT_EQ(out, (std::vector<int32_t>{6, 5, 6, 5}));  // past the history's end: the loop "6 5" again
+  d.draft(std::vector<int32_t>{7, 7, 7}, 5, out);
+  EXPECT_EQ(out, (std::vector<int32_t>{7, 7, 7, 7, 7}));  // "7 7" one back: a loop of one token
   d.draft(std::vector<int32_t>{5, 6, 5}, 0, out);
   EXPECT_TRUE(out.empty());
   EXPECT_THROW(LookupDrafter(0, 2), Error);
