@@ -99,6 +99,11 @@ if [ "$arch" = x86 ]; then
   mutation avx2-pq5-plane-mask src/kernels/x86_vec.h \
     'return _mm256_or_si256(nib, _mm256_and_si256(moved, _mm256_set1_epi8(0x10)));' \
     'return _mm256_or_si256(nib, _mm256_and_si256(moved, _mm256_set1_epi8(0x30)));'
+  # AVX-512 VBMI: the high nibble's field one bit late (caught only where
+  # the CPU has AVX512_VBMI).
+  mutation avx512vbmi-high-nibble-field src/kernels/x86_vec.h \
+    '_mm512_multishift_epi64_epi8(_mm512_set1_epi64(field_ctrl(4)), v)' \
+    '_mm512_multishift_epi64_epi8(_mm512_set1_epi64(field_ctrl(5)), v)'
   # Off-by-one indices in the PQ tile: AVX2 PQ4 high-nibble activations one
   # column early; AVX-512 PQ8 chunk c dotted with chunk c+1's activations.
   mutation avx2-pq4-column-off-by-one src/kernels/tiled_kernels.h \

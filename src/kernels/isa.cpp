@@ -20,6 +20,7 @@ struct NameOf {
 };
 constexpr NameOf kNames[] = {
     {Isa::Scalar, "scalar"}, {Isa::Avx2, "avx2"},       {Isa::AvxVnni, "avxvnni"}, {Isa::Avx512, "avx512"},
+    {Isa::Avx512Vbmi, "avx512vbmi"},
     {Isa::Neon, "neon"},     {Isa::Dotprod, "dotprod"}, {Isa::I8mm, "i8mm"},
 };
 
@@ -50,7 +51,9 @@ std::vector<Isa> detect() {
   // AVX-VNNI: CPUID.(EAX=7, ECX=1):EAX bit 4; ymm state only.
   unsigned a1 = 0, b1, c1, d1;
   if (__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) && (a1 & (1u << 4))) out.push_back(Isa::AvxVnni);
-  if (zmm_state && avx512) out.push_back(Isa::Avx512);
+  if (!(zmm_state && avx512)) return out;
+  out.push_back(Isa::Avx512);
+  if (c & bit_AVX512VBMI) out.push_back(Isa::Avx512Vbmi);  // CPUID.(7,0):ECX bit 1
   return out;
 }
 #elif defined(__aarch64__)

@@ -23,13 +23,15 @@ KernelTable build_table(Isa isa) {
   switch (isa) {
     case Isa::Scalar:
       break;
+    case Isa::Avx512Vbmi:
     case Isa::Avx512:
     case Isa::AvxVnni:
     case Isa::Avx2:
 #if defined(__x86_64__)
       install_avx2(t);
       if (isa == Isa::AvxVnni) install_avxvnni(t);  // not below Avx512: a CPU may have AVX-512 without it
-      if (isa == Isa::Avx512) install_avx512(t);
+      if (isa == Isa::Avx512 || isa == Isa::Avx512Vbmi) install_avx512(t);
+      if (isa == Isa::Avx512Vbmi) install_avx512vbmi(t);
 #endif
       break;
     case Isa::I8mm:
