@@ -35,8 +35,8 @@ namespace {
 using namespace pocket;
 using namespace pocket::kernels;
 
-constexpr DType kTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
-                            DType::Q5_1, DType::PQ4,  DType::PQ8,  DType::Q4_K, DType::Q5_K, DType::Q6_K};
+constexpr DType kTypes[] = {DType::F32,  DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                            DType::Q5_1, DType::PQ4, DType::PQ5,  DType::PQ8,  DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 bool is_kquant(DType t) { return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K; }
 
@@ -46,7 +46,8 @@ void code_range(DType t, int& lo, int& hi) {
     case DType::Q8_0: lo = -128, hi = 127; return;
     case DType::PQ8: lo = -127, hi = 127; return;
     case DType::Q5_0:
-    case DType::Q5_1: lo = 0, hi = 31; return;
+    case DType::Q5_1:
+    case DType::PQ5: lo = 0, hi = 31; return;
     default: lo = 0, hi = 15; return;
   }
 }
@@ -182,7 +183,7 @@ void run_kquant(DType type, int64_t rows, int64_t cols, int n, uint8_t mode, Str
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Bytes opts(data, size);
   const DType type = kTypes[opts.take_byte() % std::size(kTypes)];
-  const bool pq = test_exact::is_pq(type);
+  const bool pq = is_pq(type);
   const bool gguf_blocks = !pq && type != DType::F32 && type != DType::F16 && type != DType::BF16;
   const int64_t rows = 1 + opts.take_byte() % 48;
   const uint8_t c = opts.take_byte();
