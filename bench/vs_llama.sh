@@ -12,7 +12,7 @@
 # builds llama-quantize and llama-bench: natively, or with `avx2` limited to
 # AVX2/FMA/F16C (no AVX-512, no VNNI) so an AVX-512 host can measure the
 # AVX2 level of both engines. `run` writes the synthetic `preset` (default
-# pocket-0.3b) as an F16 Pocket file (a GGUF llama.cpp reads), has
+# pocket-0.3b) as an F16 Pocket file and its plain GGUF form (which llama.cpp reads), has
 # llama-quantize make Q4_K_M and Q4_0 of it and Pocket its q4 g64 file, then
 # for `rounds` rounds (default 3) runs, alternating, `pocket bench` on the
 # Pocket q4, Q4_K_M and Q4_0 files and `llama-bench` on Q4_K_M and Q4_0
@@ -105,7 +105,12 @@ else
   files=$scratch/files
   mkdir -p "$files"
   f16=$files/$preset-f16.gguf
-  [[ -f $f16 ]] || "$pocket" create --preset "$preset" --weights f16 -o "$f16"
+  # A Pocket file keeps its tokenizer in pocket.* keys, which llama.cpp cannot read: the plain
+  # GGUF form (`pocket quantize --format gguf`) of the same f16 weights is what llama-quantize reads.
+  if [[ ! -f $f16 ]]; then
+    "$pocket" create --preset "$preset" --weights f16 -o "$files/$preset-f16.pocket"
+    "$pocket" quantize "$files/$preset-f16.pocket" "$f16" --weights f16 --embed f16 --format gguf
+  fi
   for q in Q4_K_M Q4_0; do
     [[ -f $files/$preset-$q.gguf ]] || "$llama_build/bin/llama-quantize" "$f16" "$files/$preset-$q.gguf" "$q" >/dev/null
   done
