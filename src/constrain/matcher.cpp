@@ -14,6 +14,29 @@
 namespace pocket::constrain {
 
 namespace {
+
+// A mask that is `base` (a bitset owned elsewhere, or none = empty) until
+// something must change: then `m`, a buffer of the store holding base's
+// bits, which set() and the caller's own edits change.
+struct CopyOnWriteMask {
+  MaskStore& store;
+  const uint64_t* base;
+  size_t words;
+  uint64_t* m = nullptr;
+  void own() {
+    if (m) return;
+    m = store.take();
+    if (base)
+      std::memcpy(m, base, words * sizeof(uint64_t));
+    else
+      std::memset(m, 0, words * sizeof(uint64_t));
+  }
+  void set(int32_t id) {
+    if (!m && base && ((base[id >> 6] >> (id & 63)) & 1)) return;
+    own();
+    m[id >> 6] |= uint64_t{1} << (id & 63);
+  }
+};
 constexpr int32_t kUnknown = -2, kDead = -1;
 constexpr int32_t kCut = -3;  // parent of a frame state's stack tops: the context below is unknown
 constexpr size_t kMaxStates = 1'000'000, kMaxNodes = 4'000'000, kMaxStacks = 4096;
@@ -640,20 +663,10 @@ void Matcher::compute_mask(int32_t s) {
       base = fr.rooms.data() + static_cast<size_t>(room) * words;
     }
     // The mask is `base` itself unless something is added or cleared.
-    uint64_t* m = nullptr;
-    auto own = [&] {
-      if (m) return;
-      m = store_.take();
-      if (base)
-        std::memcpy(m, base, words * sizeof(uint64_t));
-      else
-        std::memset(m, 0, words * sizeof(uint64_t));
-    };
-    auto set = [&](int32_t id) {
-      if (!m && base && ((base[id >> 6] >> (id & 63)) & 1)) return;
-      own();
-      m[id >> 6] |= uint64_t{1} << (id & 63);
-    };
+    CopyOnWriteMask cow{store_, base, words};
+    uint64_t*& m = cow.m;
+    auto own = [&] { cow.own(); };
+    auto set = [&](int32_t id) { cow.set(id); };
     if (clears) {
       own();
       for (auto [j, id] : fr.over) {
@@ -679,21 +692,11 @@ void Matcher::compute_mask(int32_t s) {
   make_room(v_->mask_words() * sizeof(uint64_t));
   const size_t words = v_->mask_words();
   const int32_t f = frame_of(s);
-  const uint64_t* base = nullptr;
-  uint64_t* m = nullptr;  // made from `base` at the first token it lacks
-  auto own = [&] {
-    if (m) return;
-    m = store_.take();
-    if (base)
-      std::memcpy(m, base, words * sizeof(uint64_t));
-    else
-      std::memset(m, 0, words * sizeof(uint64_t));
-  };
-  auto set = [&](int32_t id) {
-    if (!m && base && ((base[id >> 6] >> (id & 63)) & 1)) return;
-    own();
-    m[id >> 6] |= uint64_t{1} << (id & 63);
-  };
+  CopyOnWriteMask cow{store_, nullptr, words};
+  const uint64_t*& base = cow.base;
+  uint64_t*& m = cow.m;  // made from `base` at the first token it lacks
+  auto own = [&] { cow.own(); };
+  auto set = [&](int32_t id) { cow.set(id); };
   if (f >= 0) {
     const Frame& fr = frame_info(f);
     base = fr.decided.data();

@@ -16,29 +16,15 @@
 #include "runtime/loader.h"
 #include "sampling_check.h"
 #include "speculative/drafter.h"
+#include "shared_models.h"
 #include "speculative/speculative.h"
 #include "util/error.h"
 
 namespace pocket {
 namespace {
 
-const LoadedModel& stories() {
-  static LoadedModel m = load_model(test::stories_model());
-  return m;
-}
-
-const LoadedModel& synthetic_qwen3() {
-  static test::TempDir dir;
-  static LoadedModel m = [] {
-    convert::CreateOptions co;
-    co.preset = "tiny-qwen3";
-    co.weights = DType::PQ4;
-    co.group = 32;
-    convert::create_model(co, dir.file("tiny-qwen3.pq4"));
-    return load_model(dir.file("tiny-qwen3.pq4"));
-  }();
-  return m;
-}
+using test::stories;
+using test::synthetic_qwen3;
 
 struct Tree {
   std::vector<int32_t> tokens;
