@@ -80,9 +80,14 @@ void pq_tile_arm(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0
   const int64_t rows = job.rows;
   const int valid = static_cast<int>(std::min<int64_t>(pq::kTileRows, rows - row0));
   for (int t = 0; t < T; ++t) {
-    float out[pq::kTileRows];
-    for (int i = 0; i < 4; ++i) vst1q_f32(out + 4 * i, acc[t][i]);
-    std::copy(out, out + valid, job.y + static_cast<int64_t>(t0 + t) * rows + row0);
+    float* y = job.y + static_cast<int64_t>(t0 + t) * rows + row0;
+    if (valid == pq::kTileRows) {  // straight to y, as tiled_kernels.h
+      for (int i = 0; i < 4; ++i) vst1q_f32(y + 4 * i, acc[t][i]);
+    } else {
+      float out[pq::kTileRows];
+      for (int i = 0; i < 4; ++i) vst1q_f32(out + 4 * i, acc[t][i]);
+      std::copy(out, out + valid, y);
+    }
   }
 }
 

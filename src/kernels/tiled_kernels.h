@@ -109,9 +109,18 @@ void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0) {
   const int64_t rows = job.rows;
   const int valid = static_cast<int>(std::min<int64_t>(pq::kTileRows, rows - row0));
   for (int t = 0; t < T; ++t) {
-    float out[pq::kTileRows];
-    V::store(out, acc[t]);
-    std::copy(out, out + valid, job.y + static_cast<int64_t>(t0 + t) * rows + row0);
+    float* y = job.y + static_cast<int64_t>(t0 + t) * rows + row0;
+    if (valid == pq::kTileRows) {
+      // Straight to y: a copy through a stack buffer read back the AVX2
+      // level's two 32-byte stores with one 64-byte load (libc's AVX-512
+      // memcpy), a failed store forward per tile and token: 16% of the
+      // AVX2 prefill's time in a profile.
+      V::store(y, acc[t]);
+    } else {
+      float out[pq::kTileRows];
+      V::store(out, acc[t]);
+      std::copy(out, out + valid, y);
+    }
   }
 }
 
