@@ -3,21 +3,22 @@
 # alternated in one run (not part of the tests; llama.cpp is never a
 # dependency of Pocket).
 #
-#   bash bench/vs_llama.sh build  SCRATCH [avx2|aarch64]   # llama.cpp from the llama-cpp-python sdist (PyPI)
-#   bash bench/vs_llama.sh run    SCRATCH [avx2] [preset] [rounds]
-#   bash bench/vs_llama.sh files  SCRATCH [avx2] GGUF [POCKET_FILE...]
+#   bash bench/vs_llama.sh build  SCRATCH [avx2|avxvnni|aarch64]   # llama.cpp from the llama-cpp-python sdist (PyPI)
+#   bash bench/vs_llama.sh run    SCRATCH [avx2|avxvnni] [preset] [rounds]
+#   bash bench/vs_llama.sh files  SCRATCH [avx2|avxvnni] GGUF [POCKET_FILE...]
 #
 # `build` downloads the sdist (0.3.36; its build tools come as wheels) into
 # SCRATCH (outside the repository) and
 # builds llama-quantize and llama-bench: natively, or with `avx2` limited to
 # AVX2/FMA/F16C (no AVX-512, no VNNI) so an AVX-512 host can measure the
-# AVX2 level of both engines. `run` writes the synthetic `preset` (default
+# AVX2 level of both engines (`avxvnni`: the same plus the VEX-encoded
+# VNNI dot products, Pocket's level of that name). `run` writes the synthetic `preset` (default
 # pocket-0.3b) as an F16 Pocket file and its plain GGUF form (which llama.cpp reads), has
 # llama-quantize make Q4_K_M and Q4_0 of it and Pocket its q4 g64 file, then
 # for `rounds` rounds (default 3) runs, alternating, `pocket bench` on the
 # Pocket q4, Q4_K_M and Q4_0 files and `llama-bench` on Q4_K_M and Q4_0
 # (2 threads, 512 prompt tokens, 128 generated, 5 runs each after a warm-up;
-# with `avx2` Pocket runs with POCKET_ISA=avx2). Per-round medians go to
+# with `avx2` / `avxvnni` Pocket runs with POCKET_ISA set to it). Per-round medians go to
 # SCRATCH/vs_llama-<isa>-<preset>.tsv, a summary (median of the rounds) to
 # stdout. `files` does the same for a real GGUF (both engines on it) and
 # Pocket's own conversions of it ($ROUNDS rounds, default 3), with each
@@ -27,7 +28,7 @@ set -euo pipefail
 mode=${1:?usage: bench/vs_llama.sh build|run SCRATCH [avx2] [preset] [rounds]}
 scratch=$(realpath -m "${2:?scratch folder}")
 isa=native
-if [[ "${3:-}" == avx2 || "${3:-}" == aarch64 ]]; then isa=$3; shift; fi
+if [[ "${3:-}" == avx2 || "${3:-}" == avxvnni || "${3:-}" == aarch64 ]]; then isa=$3; shift; fi
 preset=${3:-pocket-0.3b}
 rounds=${4:-3}
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,6 +53,8 @@ if [[ "$mode" == build ]]; then
     -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
   [[ $isa == avx2 ]] && flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
     -DGGML_AVX512=OFF -DGGML_AVX_VNNI=OFF)
+  [[ $isa == avxvnni ]] && flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+    -DGGML_AVX512=OFF -DGGML_AVX_VNNI=ON)
   # aarch64: cross-built for dotprod CPUs (run under qemu-aarch64 -cpu cortex-a76 by tools/qemu/arm_cost.sh).
   [[ $isa == aarch64 ]] && flags=(-DGGML_NATIVE=OFF -DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR=aarch64
     -DCMAKE_C_COMPILER=aarch64-linux-gnu-gcc -DCMAKE_CXX_COMPILER=aarch64-linux-gnu-g++
@@ -66,7 +69,7 @@ fi
 
 pocket=$repo/build/release/pocket
 pocket_env=()
-[[ $isa == avx2 ]] && pocket_env=(POCKET_ISA=avx2)
+[[ $isa == avx2 || $isa == avxvnni ]] && pocket_env=(POCKET_ISA=$isa)
 # Each row: median prefill and decode of 5 runs after a warm-up, Pocket's
 # bandwidth probe, and the process's peak resident set: llama-bench's maximum
 # RSS from GNU time, Pocket's VmHWM as its bench reports it (its bandwidth

@@ -238,6 +238,7 @@ BenchReport run_bench(const std::string& path, const BenchOptions& opt) {
   // The mean context of the decode steps is p + (n - 1) / 2 cached positions
   // plus the token itself.
   r.bytes_per_token = decode_bytes(*m.model, opt.prompt + (opt.gen + 1) / 2.0, opt.kv, &r.kv_bytes_per_token);
+  r.last_level_cache_bytes = last_level_cache_bytes().value_or(0);
   if (r.interrupted) return r;  // no (further) bandwidth test after a Ctrl-C: report now
   // Probes not yet taken run now, after the peak memory reading (their
   // buffer would count in it).

@@ -84,6 +84,7 @@ struct BenchReport {
   bool bandwidth_interleaved = false;  // probes between the runs (false: all after them)
   double bandwidth_fraction = 0;  // median decode rate x bytes_per_token / bandwidth
   double roofline_tok_s = 0;      // bandwidth / bytes_per_token
+  uint64_t last_level_cache_bytes = 0;  // 0: not known (system.h)
   double cpu_s_per_inference = 0;  // median over runs (prefill p + decode n)
   double energy_j = 0;             // per inference
   std::string energy_source;       // "rapl" or "estimate: W W/core x CPU-seconds"

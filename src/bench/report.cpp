@@ -60,6 +60,19 @@ std::string format_table(const BenchReport& r) {
             (r.bandwidth_interleaved ? "between the runs" : "after the runs"));
     row("decode roofline", fmt("%.1f tok/s; median decode uses %.0f%% of the bandwidth", r.roofline_tok_s,
                                100.0 * r.bandwidth_fraction));
+    if (r.last_level_cache_bytes > 0) {
+      // Weights that fit in the last-level cache are partly read from it,
+      // and a probe not well above it measures the cache too: say so, or
+      // "uses 150% of the bandwidth" reads as an error.
+      const double llc = static_cast<double>(r.last_level_cache_bytes);
+      std::string note = fmt("%.0f MiB", llc / (1 << 20));
+      if (r.bytes_per_token < llc)
+        note += fmt("; the %.1f MB read per token fit in it, so decode can exceed the probe's rate", r.bytes_per_token / 1e6);
+      if (static_cast<double>(o.bandwidth_bytes) < 2 * llc)
+        note += fmt("; the probe's %.0f MiB buffer is under twice it, so the probe reads the cache too",
+                    static_cast<double>(o.bandwidth_bytes) / (1 << 20));
+      row("last-level cache", note);
+    }
   } else {
     row("read bandwidth (measured)", "not measured (interrupted)");
   }
@@ -100,6 +113,7 @@ std::string format_json(const BenchReport& r) {
       {"bandwidth_probes_bytes_s", {{"median", r.bandwidth.median}, {"min", r.bandwidth.min}, {"max", r.bandwidth.max}}},
       {"bandwidth_probes", r.bandwidth_probes},
       {"bandwidth_interleaved", r.bandwidth_interleaved},
+      {"last_level_cache_bytes", r.last_level_cache_bytes},
       {"bandwidth_fraction", r.bandwidth_fraction},
       {"roofline_tok_s", r.roofline_tok_s},
       {"cpu_s_per_inference", r.cpu_s_per_inference},

@@ -78,6 +78,38 @@ std::optional<uint64_t> rapl_max_energy_uj() {
   return read_u64_file("/sys/class/powercap/intel-rapl:0/max_energy_range_uj");
 }
 
+std::optional<uint64_t> parse_cache_size(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  uint64_t unit = 1;
+  if (!text.empty() && (text.back() == 'K' || text.back() == 'M' || text.back() == 'G')) {
+    unit = text.back() == 'K' ? uint64_t{1} << 10 : text.back() == 'M' ? uint64_t{1} << 20 : uint64_t{1} << 30;
+    text.remove_suffix(1);
+  }
+  if (text.empty() || text.size() > 12) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v * unit;
+}
+
+std::optional<uint64_t> last_level_cache_bytes(const std::string& dir) {
+  int best_level = 0;
+  std::optional<uint64_t> best;
+  for (int i = 0; i < 16; ++i) {
+    const std::string idx = dir + "/index" + std::to_string(i);
+    std::ifstream lv(idx + "/level"), sz(idx + "/size");
+    int level = 0;
+    std::string size;
+    if (!(lv >> level) || !std::getline(sz, size)) continue;
+    const std::optional<uint64_t> bytes = parse_cache_size(size);
+    if (!bytes) continue;
+    if (level > best_level || (level == best_level && *bytes > best.value_or(0))) best_level = level, best = bytes;
+  }
+  return best;
+}
+
 double measure_read_bandwidth(int threads, uint64_t bytes, int reps) {
   if (threads < 1 || reps < 1 || bytes < 4096) fail("bandwidth test: bad parameters");
   const size_t n = static_cast<size_t>(bytes / sizeof(uint64_t));

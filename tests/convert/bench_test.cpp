@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "bench/system.h"
 #include "common/test_util.h"
 
 namespace pocket {
@@ -21,6 +24,36 @@ std::string run(const std::string& cmd, int* rc) {
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   *rc = pclose(p);
   return out;
+}
+
+TEST(BenchSystem, CacheSizesParseAsSysfsWritesThem) {
+  EXPECT_EQ(bench::parse_cache_size("300M\n"), uint64_t{300} << 20);
+  EXPECT_EQ(bench::parse_cache_size("2048K"), uint64_t{2048} << 10);
+  EXPECT_EQ(bench::parse_cache_size("1G"), uint64_t{1} << 30);
+  EXPECT_EQ(bench::parse_cache_size("65536"), uint64_t{65536});
+  for (const char* bad : {"", "M", "12X", "-4K", "1.5M", "99999999999999K"})
+    EXPECT_FALSE(bench::parse_cache_size(bad).has_value()) << bad;
+}
+
+// The highest level wins over a larger lower-level cache; unreadable or
+// malformed entries are skipped; no cache at all is nullopt.
+TEST(BenchSystem, LastLevelCacheIsTheHighestLevelListed) {
+  test::TempDir dir;
+  auto cache = [&](int i, const char* level, const char* size) {
+    const std::string d = dir.file("index" + std::to_string(i));
+    std::filesystem::create_directories(d);
+    std::ofstream(d + "/level") << level;
+    if (size) std::ofstream(d + "/size") << size;
+  };
+  EXPECT_FALSE(bench::last_level_cache_bytes(dir.path()).has_value());
+  cache(0, "1\n", "48K\n");
+  cache(1, "1\n", "32K\n");
+  cache(2, "2\n", "2048K\n");
+  EXPECT_EQ(bench::last_level_cache_bytes(dir.path()), uint64_t{2048} << 10);
+  cache(3, "3\n", "1536K\n");  // smaller than L2, still the last level
+  cache(4, "4\n", "bogus\n");  // skipped
+  cache(5, "4\n", nullptr);     // no size: skipped
+  EXPECT_EQ(bench::last_level_cache_bytes(dir.path()), uint64_t{1536} << 10);
 }
 
 TEST(BenchCli, JsonHasTheReportedFields) {
@@ -40,7 +73,8 @@ TEST(BenchCli, JsonHasTheReportedFields) {
                           "baseline_rss_mb", "peak_rss_mb", "peak_rss_increase_mb", "bytes_per_token",
                           "kv_bytes_per_token", "bandwidth_bytes_s", "bandwidth_fraction", "roofline_tok_s",
                           "cpu_s_per_inference", "energy_j", "energy_source", "watts_per_core", "battery_fraction",
-                          "bandwidth_probes_bytes_s", "bandwidth_probes", "bandwidth_interleaved"})
+                          "bandwidth_probes_bytes_s", "bandwidth_probes", "bandwidth_interleaved",
+                          "last_level_cache_bytes"})
     EXPECT_TRUE(j.contains(key)) << key;
   // The kernel level that ran, by its POCKET_ISA name.
   const std::string isa = j["kernels"].get<std::string>();
