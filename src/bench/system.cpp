@@ -91,6 +91,7 @@ std::optional<uint64_t> parse_cache_size(std::string_view text) {
     if (c < '0' || c > '9') return std::nullopt;
     v = v * 10 + static_cast<uint64_t>(c - '0');
   }
+  if (v > UINT64_MAX / unit) return std::nullopt;
   return v * unit;
 }
 

@@ -31,7 +31,7 @@ TEST(BenchSystem, CacheSizesParseAsSysfsWritesThem) {
   EXPECT_EQ(bench::parse_cache_size("2048K"), uint64_t{2048} << 10);
   EXPECT_EQ(bench::parse_cache_size("1G"), uint64_t{1} << 30);
   EXPECT_EQ(bench::parse_cache_size("65536"), uint64_t{65536});
-  for (const char* bad : {"", "M", "12X", "-4K", "1.5M", "99999999999999K"})
+  for (const char* bad : {"", "M", "12X", "-4K", "1.5M", "99999999999999K", "999999999999G"})
     EXPECT_FALSE(bench::parse_cache_size(bad).has_value()) << bad;
 }
 
