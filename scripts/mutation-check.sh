@@ -105,10 +105,18 @@ if [ "$arch" = x86 ]; then
     '_mm512_multishift_epi64_epi8(_mm512_set1_epi64(field_ctrl(4)), v)' \
     '_mm512_multishift_epi64_epi8(_mm512_set1_epi64(field_ctrl(5)), v)'
   # Off-by-one indices in the PQ tile: AVX2 PQ4 high-nibble activations one
-  # column early; AVX-512 PQ8 chunk c dotted with chunk c+1's activations.
+  # column early (its int16-sum path), the same for PQ5 on the AVX2 and
+  # dotprod levels; AVX-512 PQ8 chunk c dotted with chunk c+1's activations.
   mutation avx2-pq4-column-off-by-one src/kernels/tiled_kernels.h \
+    's16[t] = V::add16_u8s8(s16[t], hi, V::bcast4(x + 4));' \
+    's16[t] = V::add16_u8s8(s16[t], hi, V::bcast4(x + 3));'
+  mutation avx2-pq5-column-off-by-one src/kernels/tiled_kernels.h \
     'iacc[t] = V::dot_u8s8(iacc[t], hi, V::bcast4(x + 4));' \
     'iacc[t] = V::dot_u8s8(iacc[t], hi, V::bcast4(x + 4 - (V::kS8Bias == 0 ? 1 : 0)));'
+  # AVX2's int16 block sums taken for PQ5 too: 5-bit codes overflow int16.
+  mutation avx2-int16-sums-pq5 src/kernels/tiled_kernels.h \
+    'constexpr bool sum16 = V::kInt16Sums && Q == 4;' \
+    'constexpr bool sum16 = V::kInt16Sums && Q <= 5;'
   mutation avx512-pq8-chunk-off-by-one src/kernels/tiled_kernels.h \
     'V::bcast4(a.row(t0 + t) + k0 + c * 4)' \
     'V::bcast4(a.row(t0 + t) + k0 + ((c + (V::kS8Bias == 128 ? 1 : 0)) % 8) * 4)'

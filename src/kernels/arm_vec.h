@@ -69,6 +69,7 @@ struct NeonDot : NeonFloat {
     int32x4_t v[4];
   };
   static constexpr int kS8Bias = 0;  // sdot is signed x signed
+  static constexpr bool kInt16Sums = false;  // sdot widens in the same instruction
 
   static I zero_i() { return {{vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)}}; }
   // Raw bytes travel in the int32 lanes; reinterpreted for the dot.

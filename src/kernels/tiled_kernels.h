@@ -63,6 +63,12 @@ void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0) {
           if constexpr (T == 1) prefetch_weights(sdata + pq::kPlaneOffset);
           plane = V::load(sdata + pq::kPlaneOffset);
         }
+        // Levels without a widening int8 dot sum a PQ4 block's products in
+        // int16 first (x86_vec.h, Avx2::kInt16Sums: exact for 4-bit codes).
+        constexpr bool sum16 = V::kInt16Sums && Q == 4;
+        [[maybe_unused]] typename V::I s16[T];
+        if constexpr (sum16)
+          for (int t = 0; t < T; ++t) s16[t] = V::zero_i();
         auto chunk = [&]<int C>(std::integral_constant<int, C>) {  // chunk C: 8 columns
           if constexpr (T == 1) prefetch_weights(sdata + C * 64);
           typename V::I wv = V::load(sdata + C * 64);
@@ -74,14 +80,21 @@ void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0) {
           const int c = C;
           for (int t = 0; t < T; ++t) {
             const int8_t* x = a.row(t0 + t) + k0 + c * 8;
-            iacc[t] = V::dot_u8s8(iacc[t], lo, V::bcast4(x));
-            iacc[t] = V::dot_u8s8(iacc[t], hi, V::bcast4(x + 4));
+            if constexpr (sum16) {
+              s16[t] = V::add16_u8s8(s16[t], lo, V::bcast4(x));
+              s16[t] = V::add16_u8s8(s16[t], hi, V::bcast4(x + 4));
+            } else {
+              iacc[t] = V::dot_u8s8(iacc[t], lo, V::bcast4(x));
+              iacc[t] = V::dot_u8s8(iacc[t], hi, V::bcast4(x + 4));
+            }
           }
         };
         chunk(std::integral_constant<int, 0>{});
         chunk(std::integral_constant<int, 1>{});
         chunk(std::integral_constant<int, 2>{});
         chunk(std::integral_constant<int, 3>{});
+        if constexpr (sum16)
+          for (int t = 0; t < T; ++t) iacc[t] = V::widen16(iacc[t], s16[t]);
       } else {
         for (int c = 0; c < 8; ++c) {  // 8 chunks x 4 columns
           if constexpr (T == 1) prefetch_weights(sdata + c * 64);
