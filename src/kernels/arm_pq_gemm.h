@@ -106,19 +106,6 @@ struct GemmActs {
   }
 };
 
-// Stores the first `valid` of the 4R rows in v[0..R) at y (a token's row
-// block; the last block of a matrix may be short).
-template <int R>
-POCKET_GEMM_INLINE inline void store_rows(float* y, const float32x4_t* v, int valid) {
-  if (valid == 4 * R) {
-    for (int i = 0; i < R; ++i) vst1q_f32(y + 4 * i, v[i]);
-    return;
-  }
-  float out[4 * R];
-  for (int i = 0; i < R; ++i) vst1q_f32(out + 4 * i, v[i]);
-  std::copy(out, out + valid, y);
-}
-
 // Integer dots of one 32-column block for rows [8h, 8h + 8) of the tile and
 // T tokens: iacc[t][j] holds rows 8h + 4j .. 8h + 4j + 3 of token t.
 // `data` is the block's chunks (PQ4: 4 x 64 bytes of 8 nibble columns, low

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 
+#include "kernels/arm_vec.h"
 #include "kernels/prefetch.h"
 #include "kernels/table.h"
 #include "core/pq_format.h"
@@ -79,16 +80,7 @@ void pq_tile_arm(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0
   }
   const int64_t rows = job.rows;
   const int valid = static_cast<int>(std::min<int64_t>(pq::kTileRows, rows - row0));
-  for (int t = 0; t < T; ++t) {
-    float* y = job.y + static_cast<int64_t>(t0 + t) * rows + row0;
-    if (valid == pq::kTileRows) {  // straight to y, as tiled_kernels.h
-      for (int i = 0; i < 4; ++i) vst1q_f32(y + 4 * i, acc[t][i]);
-    } else {
-      float out[pq::kTileRows];
-      for (int i = 0; i < 4; ++i) vst1q_f32(out + 4 * i, acc[t][i]);
-      std::copy(out, out + valid, y);
-    }
-  }
+  for (int t = 0; t < T; ++t) store_rows<4>(job.y + static_cast<int64_t>(t0 + t) * rows + row0, acc[t], valid);
 }
 
 // Token tiles of Dot::kTokens, then one smaller tile for the remainder.

@@ -8,6 +8,7 @@
 #pragma once
 #include <arm_neon.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -23,6 +24,20 @@ inline float half_to_float(const uint8_t* p) {
 // (core/pq_format.h). USHL by 4 - s shifts right when s > 4.
 inline uint8x16_t arm_with_bit(uint8x16_t nib, uint8x16_t plane, int s) {
   return vorrq_u8(nib, vandq_u8(vshlq_u8(plane, vdupq_n_s8(static_cast<int8_t>(4 - s))), vdupq_n_u8(0x10)));
+}
+
+// Stores the first `valid` of the 4R rows in v[0..R) at y (a token's row
+// block; the last block of a matrix may be short): full blocks straight to
+// y, short ones through a buffer.
+template <int R>
+__attribute__((always_inline)) inline void store_rows(float* y, const float32x4_t* v, int valid) {
+  if (valid == 4 * R) {
+    for (int i = 0; i < R; ++i) vst1q_f32(y + 4 * i, v[i]);
+    return;
+  }
+  float out[4 * R];
+  for (int i = 0; i < R; ++i) vst1q_f32(out + 4 * i, v[i]);
+  std::copy(out, out + valid, y);
 }
 
 // The float half of the traits: baseline NEON only.
