@@ -5,7 +5,8 @@
 // cache, as in a real forward pass where every layer's weights are new.
 // --gemma: the GGUF block types of Gemma 3 270M's Q4_K_M file (Q8_0, Q5_0)
 // at its shapes beside the PQ types they can be repacked into.
-//   bench_kernels [--quick] [--gemma]     (POCKET_ISA selects the kernel level)
+// --gemm-only: the GEMM table alone (quick A/B runs of the tile kernels).
+//   bench_kernels [--quick] [--gemma] [--gemm-only]   (POCKET_ISA selects the kernel level)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -90,12 +91,16 @@ struct Shape {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, gemma = false;
-  for (int i = 1; i < argc; ++i) quick |= std::strcmp(argv[i], "--quick") == 0, gemma |= std::strcmp(argv[i], "--gemma") == 0;
+  bool quick = false, gemma = false, gemm_only = false;
+  for (int i = 1; i < argc; ++i) {
+    quick |= std::strcmp(argv[i], "--quick") == 0;
+    gemma |= std::strcmp(argv[i], "--gemma") == 0;
+    gemm_only |= std::strcmp(argv[i], "--gemm-only") == 0;
+  }
   std::printf("isa: %s\n", kernels::active_isa());
   ThreadPool pool1(1), pool2(2);
   double bw[3] = {0, 0, 0};
-  {
+  if (!gemm_only) {
     std::vector<uint64_t> buf((quick ? 128u : 1024u) << 17);  // 128 MiB / 1 GiB
     for (size_t i = 0; i < buf.size(); ++i) buf[i] = i;
     bw[1] = read_bandwidth(pool1, buf);
@@ -113,9 +118,10 @@ int main(int argc, char** argv) {
     shapes = {{640, 2048}, {2048, 640}, {640, 1024}, {640, 262144}};
     fmts = {{DType::Q8_0, 0, "Q8_0"}, {DType::PQ8, 32, "PQ8/g32"}, {DType::Q5_0, 0, "Q5_0"}, {DType::PQ4, 32, "PQ4/g32"}};
   }
-  std::printf("\nGEMV (n = 1), GB/s of weights streamed and %% of read bandwidth:\n");
+  if (!gemm_only) std::printf("\nGEMV (n = 1), GB/s of weights streamed and %% of read bandwidth:\n");
   for (const Fmt& f : fmts)
     for (const Shape& s : shapes) {
+      if (gemm_only) break;
       Weight w0 = make_weight(f.type, s.out, s.in, f.group);
       const size_t copies = std::max<size_t>(1, (quick ? 64u << 20 : 256u << 20) / w0.bytes.size());
       std::vector<Weight> ws;

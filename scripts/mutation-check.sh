@@ -84,8 +84,8 @@ if [ "$arch" = x86 ]; then
     'V::set1(-static_cast<float>(V::kS8Bias))' \
     'V::set1(V::kS8Bias == 128 ? static_cast<float>(V::kS8Bias) : -static_cast<float>(V::kS8Bias))'
   mutation avx2-pq8-rows8-15-sign src/kernels/x86_vec.h \
-    'return {_mm256_add_epi32(acc.a, dot8_s8s8(w.a, x.a)), _mm256_add_epi32(acc.b, dot8_s8s8(w.b, x.b))};' \
-    'return {_mm256_add_epi32(acc.a, dot8_s8s8(w.a, x.a)), _mm256_sub_epi32(acc.b, dot8_s8s8(w.b, x.b))};'
+    'return {chained(_mm256_add_epi32(acc.a, dot8_s8s8(w.a, x.a))), chained(_mm256_add_epi32(acc.b, dot8_s8s8(w.b, x.b)))};' \
+    'return {chained(_mm256_add_epi32(acc.a, dot8_s8s8(w.a, x.a))), chained(_mm256_sub_epi32(acc.b, dot8_s8s8(w.b, x.b)))};'
   # AVX-VNNI's signed dot: rows 8..15 of the PQ8 tile without the +128 flip
   # (caught only where the CPU has AVX-VNNI, as the avx512 ones need AVX-512).
   mutation avxvnni-pq8-rows8-15-unflipped src/kernels/x86_vec.h \
