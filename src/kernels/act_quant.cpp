@@ -87,7 +87,7 @@ int quantize_block(const float* x, int64_t valid, float d, int8_t* q) {
 
 }  // namespace
 
-void quantize_acts(const float* x, int n, int64_t cols, int64_t kpad, ActBlocks& a, int scale_block) {
+void prepare_acts(int n, int64_t kpad, ActBlocks& a, int scale_block) {
   a.n = n;
   a.kpad = kpad;
   a.nb = kpad / kActBlock;
@@ -97,8 +97,12 @@ void quantize_acts(const float* x, int n, int64_t cols, int64_t kpad, ActBlocks&
   a.q.resize(static_cast<size_t>(n) * kpad);  // keeps capacity across calls
   a.d.resize(static_cast<size_t>(n) * a.nb);
   a.s.resize(static_cast<size_t>(n) * a.nb);
+}
+
+void quantize_act_rows(const float* x, int t0, int t1, int64_t cols, ActBlocks& a) {
+  const int64_t kpad = a.kpad, scale_block = a.scale_block;
   const int64_t per_scale = scale_block / kActBlock;  // blocks sharing one d
-  for (int t = 0; t < n; ++t) {
+  for (int t = t0; t < t1; ++t) {
     const float* xr = x + static_cast<int64_t>(t) * cols;
     int8_t* q = a.q.data() + static_cast<int64_t>(t) * kpad;
     for (int64_t b0 = 0; b0 < a.nb; b0 += per_scale) {
@@ -114,6 +118,11 @@ void quantize_acts(const float* x, int n, int64_t cols, int64_t kpad, ActBlocks&
       }
     }
   }
+}
+
+void quantize_acts(const float* x, int n, int64_t cols, int64_t kpad, ActBlocks& a, int scale_block) {
+  prepare_acts(n, kpad, a, scale_block);
+  quantize_act_rows(x, 0, n, cols, a);
 }
 
 }  // namespace pocket::kernels

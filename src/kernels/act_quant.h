@@ -36,4 +36,10 @@ struct ActBlocks {
 // is 32 or 256; with 256, kpad must be a multiple of 256.
 void quantize_acts(const float* x, int n, int64_t cols, int64_t kpad, ActBlocks& out, int scale_block = kActBlock);
 
+// quantize_acts in two steps, so the rows can be split across threads:
+// size `out` for n rows (the checks above), then quantize rows [t0, t1) of x
+// into it (each row independent: the result is the same however split).
+void prepare_acts(int n, int64_t kpad, ActBlocks& out, int scale_block = kActBlock);
+void quantize_act_rows(const float* x, int t0, int t1, int64_t cols, ActBlocks& out);
+
 }  // namespace pocket::kernels

@@ -70,5 +70,30 @@ TEST(MatmulMulti, MixedTypesFallBackToSeparateCalls) {
   for (int n : {1, 4}) expect_multi_matches_separate(ws, n);
 }
 
+// Prefill-sized activations are quantized by the pool's threads (rows split
+// among them); the products must not depend on how they were split.
+TEST(MatmulThreads, PrefillSizedActivationsMatchTheSingleThreadResult) {
+  const int n = 37;
+  const int64_t cols = 1024;  // 37 x 1024 values: above the size quantized in parallel
+  const auto x = random_input(n, cols, 99), other = random_input(n, cols, 100);
+  for (DType type : {DType::PQ4, DType::PQ5, DType::Q8_0}) {
+    const BuiltWeight w = build_weight(type, 48, cols, 64, 31);
+    for (Isa isa : supported_isas()) {
+      const KernelTable& t = kernel_table(isa);
+      std::vector<float> alone(static_cast<size_t>(n * 48), -1.0f);
+      matmul_with(t, w.view, x.data(), n, alone.data(), nullptr);
+      for (int threads : {2, 3}) {
+        SCOPED_TRACE(testing::Message() << dtype_name(type) << " " << isa_name(isa) << " threads " << threads);
+        ThreadPool pool(threads);
+        std::vector<float> y(alone.size(), -2.0f);
+        // Another input first: a row left unquantized would keep its values.
+        matmul_with(t, w.view, other.data(), n, y.data(), &pool);
+        matmul_with(t, w.view, x.data(), n, y.data(), &pool);
+        EXPECT_EQ(y, alone);  // bitwise
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pocket::kernels
