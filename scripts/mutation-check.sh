@@ -96,6 +96,11 @@ if [ "$arch" = x86 ]; then
   mutation avx512-pq5-plane-bit src/kernels/x86_vec.h \
     'if constexpr (S > 4) moved = _mm512_srli_epi16(plane, S - 4);' \
     'if constexpr (S > 4) moved = _mm512_srli_epi16(plane, S - 3);'
+  # The K-quants' integer sub-block scales on AVX2 (Q4_K, Q5_K, Q6_K): one
+  # scaled pair sum subtracted instead of added.
+  mutation avx2-kquant-scaled-sum-sign src/kernels/x86_vec.h \
+    'return chained(_mm256_add_epi32(acc, _mm256_madd_epi16(p, s)));' \
+    'return chained(_mm256_sub_epi32(acc, _mm256_madd_epi16(p, s)));'
   mutation avx2-pq5-plane-mask src/kernels/x86_vec.h \
     'return _mm256_or_si256(nib, _mm256_and_si256(moved, _mm256_set1_epi8(0x10)));' \
     'return _mm256_or_si256(nib, _mm256_and_si256(moved, _mm256_set1_epi8(0x30)));'

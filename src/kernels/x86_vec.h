@@ -153,7 +153,7 @@ struct Avx2 {
   }
   // |w| <= 127 (codes are symmetric), so 2 * 127 * 127 fits too.
   static __m256i dot8_s8s8(__m256i w, __m256i x) { return dot8_u8s8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)); }
-  static __m256i madd_acc(__m256i acc, __m256i p, __m256i s) { return _mm256_add_epi32(acc, _mm256_madd_epi16(p, s)); }
+  static __m256i madd_acc(__m256i acc, __m256i p, __m256i s) { return chained(_mm256_add_epi32(acc, _mm256_madd_epi16(p, s))); }
   static I dot_u8s8(I acc, I u, I s) {
     return {chained(_mm256_add_epi32(acc.a, dot8_u8s8(u.a, s.a))), chained(_mm256_add_epi32(acc.b, dot8_u8s8(u.b, s.b)))};
   }
