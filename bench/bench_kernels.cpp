@@ -118,26 +118,27 @@ int main(int argc, char** argv) {
     shapes = {{640, 2048}, {2048, 640}, {640, 1024}, {640, 262144}};
     fmts = {{DType::Q8_0, 0, "Q8_0"}, {DType::PQ8, 32, "PQ8/g32"}, {DType::Q5_0, 0, "Q5_0"}, {DType::PQ4, 32, "PQ4/g32"}};
   }
-  if (!gemm_only) std::printf("\nGEMV (n = 1), GB/s of weights streamed and %% of read bandwidth:\n");
-  for (const Fmt& f : fmts)
-    for (const Shape& s : shapes) {
-      if (gemm_only) break;
-      Weight w0 = make_weight(f.type, s.out, s.in, f.group);
-      const size_t copies = std::max<size_t>(1, (quick ? 64u << 20 : 256u << 20) / w0.bytes.size());
-      std::vector<Weight> ws;
-      for (size_t c = 0; c < copies; ++c) ws.push_back(c == 0 ? std::move(w0) : make_weight(f.type, s.out, s.in, f.group));
-      std::vector<float> x(s.in, 0.5f), y(s.out);
-      for (int th : {1, 2}) {
-        ThreadPool& pool = th == 1 ? pool1 : pool2;
-        double t = median_seconds([&] {
-          for (auto& w : ws) kernels::matmul(w.view, x.data(), 1, y.data(), &pool);
-        });
-        double gbs = static_cast<double>(ws[0].bytes.size() * copies) / t / 1e9;
-        std::printf("  %-8s %5lld -> %-5lld %d thr: %6.1f GB/s  %5.1f%%  (%.1f us/call)\n", f.name,
-                    static_cast<long long>(s.in), static_cast<long long>(s.out), th, gbs, 100 * gbs / bw[th],
-                    1e6 * t / static_cast<double>(copies));
+  if (!gemm_only) {
+    std::printf("\nGEMV (n = 1), GB/s of weights streamed and %% of read bandwidth:\n");
+    for (const Fmt& f : fmts)
+      for (const Shape& s : shapes) {
+        Weight w0 = make_weight(f.type, s.out, s.in, f.group);
+        const size_t copies = std::max<size_t>(1, (quick ? 64u << 20 : 256u << 20) / w0.bytes.size());
+        std::vector<Weight> ws;
+        for (size_t c = 0; c < copies; ++c) ws.push_back(c == 0 ? std::move(w0) : make_weight(f.type, s.out, s.in, f.group));
+        std::vector<float> x(s.in, 0.5f), y(s.out);
+        for (int th : {1, 2}) {
+          ThreadPool& pool = th == 1 ? pool1 : pool2;
+          double t = median_seconds([&] {
+            for (auto& w : ws) kernels::matmul(w.view, x.data(), 1, y.data(), &pool);
+          });
+          double gbs = static_cast<double>(ws[0].bytes.size() * copies) / t / 1e9;
+          std::printf("  %-8s %5lld -> %-5lld %d thr: %6.1f GB/s  %5.1f%%  (%.1f us/call)\n", f.name,
+                      static_cast<long long>(s.in), static_cast<long long>(s.out), th, gbs, 100 * gbs / bw[th],
+                      1e6 * t / static_cast<double>(copies));
+        }
       }
-    }
+  }
   std::printf("\nGEMM (n = 512), tokens/s:\n");
   const int n = quick ? 64 : 512;
   for (const Fmt& f : fmts)
