@@ -5,8 +5,9 @@
 // cache, as in a real forward pass where every layer's weights are new.
 // --gemma: the GGUF block types of Gemma 3 270M's Q4_K_M file (Q8_0, Q5_0)
 // at its shapes beside the PQ types they can be repacked into.
+// --kquants: the GGUF K-quants of a Q4_K_M file (Q4_K, Q6_K) run as stored.
 // --gemm-only: the GEMM table alone (quick A/B runs of the tile kernels).
-//   bench_kernels [--quick] [--gemma] [--gemm-only]   (POCKET_ISA selects the kernel level)
+//   bench_kernels [--quick] [--gemma | --kquants] [--gemm-only]   (POCKET_ISA selects the kernel level)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -75,6 +76,12 @@ Weight make_weight(DType type, int64_t rows, int64_t cols, int group) {
     if (type == DType::Q8_0)  // codes -127..127, as quantizers write them
       for (size_t at = 0; at < w.bytes.size(); at += bb)
         for (size_t k = 2; k < bb; ++k) w.bytes[at + k] = w.bytes[at + k] == 0x80 ? 0 : w.bytes[at + k];
+  } else if (type == DType::Q4_K || type == DType::Q6_K) {  // d (and Q4_K's dmin) of each super-block
+    const size_t bb = type == DType::Q4_K ? 144 : 210, at_d = type == DType::Q4_K ? 0 : 208;
+    for (size_t at = 0; at < w.bytes.size(); at += bb) {
+      put(at + at_d);
+      if (type == DType::Q4_K) put(at + 2);
+    }
   } else {
     const int64_t gb = pq::group_block_bytes(type, group);
     for (size_t blk = 0; blk < w.bytes.size(); blk += gb)
@@ -91,10 +98,11 @@ struct Shape {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, gemma = false, gemm_only = false;
+  bool quick = false, gemma = false, kquants = false, gemm_only = false;
   for (int i = 1; i < argc; ++i) {
     quick |= std::strcmp(argv[i], "--quick") == 0;
     gemma |= std::strcmp(argv[i], "--gemma") == 0;
+    kquants |= std::strcmp(argv[i], "--kquants") == 0;
     gemm_only |= std::strcmp(argv[i], "--gemm-only") == 0;
   }
   std::printf("isa: %s\n", kernels::active_isa());
@@ -117,6 +125,8 @@ int main(int argc, char** argv) {
   if (gemma) {
     shapes = {{640, 2048}, {2048, 640}, {640, 1024}, {640, 262144}};
     fmts = {{DType::Q8_0, 0, "Q8_0"}, {DType::PQ8, 32, "PQ8/g32"}, {DType::Q5_0, 0, "Q5_0"}, {DType::PQ4, 32, "PQ4/g32"}};
+  } else if (kquants) {
+    fmts = {{DType::Q4_K, 0, "Q4_K"}, {DType::Q6_K, 0, "Q6_K"}};
   }
   if (!gemm_only) {
     std::printf("\nGEMV (n = 1), GB/s of weights streamed and %% of read bandwidth:\n");

@@ -101,6 +101,11 @@ if [ "$arch" = x86 ]; then
   mutation avx2-kquant-scaled-sum-sign src/kernels/x86_vec.h \
     'return chained(_mm256_add_epi32(acc, _mm256_madd_epi16(p, s)));' \
     'return chained(_mm256_sub_epi32(acc, _mm256_madd_epi16(p, s)));'
+  # Q6_K's bias of 32 taken off as 16 times the scaled activation sums (every
+  # x86 level shares it).
+  mutation x86-q6k-bias-shift src/kernels/x86_vec.h \
+    'return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(dot, 5));' \
+    'return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(dot, 4));'
   mutation avx2-pq5-plane-mask src/kernels/x86_vec.h \
     'return _mm256_or_si256(nib, _mm256_and_si256(moved, _mm256_set1_epi8(0x10)));' \
     'return _mm256_or_si256(nib, _mm256_and_si256(moved, _mm256_set1_epi8(0x30)));'

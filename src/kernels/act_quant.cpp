@@ -63,26 +63,30 @@ float amax_partial(const float* x, int64_t valid) {
   return amax;
 }
 
+struct HalfSums {
+  int lo, hi;  // sums of the codes of columns 0-15 and 16-31
+};
+
 // One block of 32 values of which `valid` are real (the rest is padding,
-// code 0), quantized with scale d; returns the sum of its codes.
-int quantize_block(const float* x, int64_t valid, float d, int8_t* q) {
+// code 0), quantized with scale d; returns the sums of its codes.
+HalfSums quantize_block(const float* x, int64_t valid, float d, int8_t* q) {
   const float inv = d > 0.0f ? 1.0f / d : 0.0f;
   if (valid == kActBlock) {
-    I4 sum{};
+    I4 sum[2] = {};
     for (int j = 0; j < kActBlock; j += 4) {
       I4 c = __builtin_convertvector(quant4(load4(x + j), inv), I4);
-      sum += c;
+      sum[j / 16] += c;
       for (int l = 0; l < 4; ++l) q[j + l] = static_cast<int8_t>(c[l]);
     }
-    return sum[0] + sum[1] + sum[2] + sum[3];
+    return {sum[0][0] + sum[0][1] + sum[0][2] + sum[0][3], sum[1][0] + sum[1][1] + sum[1][2] + sum[1][3]};
   }
-  int sum = 0;
+  HalfSums sums{0, 0};
   for (int k = 0; k < kActBlock; ++k) {
     int v = k < valid ? static_cast<int>(quant1(x[k], inv)) : 0;
     q[k] = static_cast<int8_t>(v);
-    sum += v;
+    (k < 16 ? sums.lo : sums.hi) += v;
   }
-  return sum;
+  return sums;
 }
 
 }  // namespace
@@ -97,6 +101,7 @@ void prepare_acts(int n, int64_t kpad, ActBlocks& a, int scale_block) {
   a.q.resize(static_cast<size_t>(n) * kpad);  // keeps capacity across calls
   a.d.resize(static_cast<size_t>(n) * a.nb);
   a.s.resize(static_cast<size_t>(n) * a.nb);
+  a.h.resize(scale_block == kActBlock ? 0 : static_cast<size_t>(n) * a.nb * 2);
 }
 
 void quantize_act_rows(const float* x, int t0, int t1, int64_t cols, ActBlocks& a) {
@@ -112,9 +117,13 @@ void quantize_act_rows(const float* x, int t0, int t1, int64_t cols, ActBlocks& 
       const float d = amax / 127.0f;
       for (int64_t b = b0; b < b0 + per_scale; ++b) {
         const int64_t kb = b * kActBlock;
-        const int sum = quantize_block(xr + kb, std::clamp<int64_t>(cols - kb, 0, kActBlock), d, q + kb);
+        const HalfSums sums = quantize_block(xr + kb, std::clamp<int64_t>(cols - kb, 0, kActBlock), d, q + kb);
         a.d[t * a.nb + b] = d;
-        a.s[t * a.nb + b] = d * static_cast<float>(sum);
+        a.s[t * a.nb + b] = d * static_cast<float>(sums.lo + sums.hi);
+        if (!a.h.empty()) {  // |sum| <= 16 * 127: fits int16
+          a.h[2 * (t * a.nb + b)] = static_cast<int16_t>(sums.lo);
+          a.h[2 * (t * a.nb + b) + 1] = static_cast<int16_t>(sums.hi);
+        }
       }
     }
   }

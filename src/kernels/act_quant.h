@@ -5,6 +5,9 @@
 // can then sum a super-block's integer dots before converting. d and s
 // stay per block of 32 either way (equal d within a super-block), so every
 // reader of d[b] and s[b] is correct for both.
+// K-quant activations (scale_block 256) also keep the integer sum of each
+// 16 columns, h: the x86 Q6_K kernel dots unsigned codes 0..63 and takes
+// 32 * (scales . h) off once per super-block instead of signing every code.
 // Rows are zero-padded to `kpad` so kernels can run over whole padded
 // weight groups: padded activations are exactly 0 and contribute nothing.
 #pragma once
@@ -23,10 +26,12 @@ struct ActBlocks {
   std::vector<int8_t> q;  // n * kpad
   std::vector<float> d;   // n * nb: block scale
   std::vector<float> s;   // n * nb: d * sum(q), the block's dequantized sum
+  std::vector<int16_t> h;  // n * kpad / 16 when scale_block is 256: sum(q) of each 16 columns, else empty
 
   const int8_t* row(int t) const { return q.data() + t * kpad; }
   const float* scales(int t) const { return d.data() + t * nb; }
   const float* sums(int t) const { return s.data() + t * nb; }
+  const int16_t* sums16(int t) const { return h.data() + t * (kpad / 16); }
 };
 
 // Quantize n rows of `cols` floats, padding each to `kpad` (>= cols, a

@@ -171,6 +171,7 @@ struct ArmBlocksBase {
   template <int S>
   static W pair_to_48(W qh) { return each(qh, [](uint8x16_t v) { return vandq_u8(move_to_4<S>(v), vdupq_n_u8(0x30)); }); }
   static W or_(W x, W y) { return {vorrq_s8(x.a, y.a), vorrq_s8(x.b, y.b)}; }
+  static constexpr bool kQ6Unsigned = false;  // sdot / smull take the signed codes as they are
   static W minus32(W w) { return {vsubq_s8(w.a, vdupq_n_s8(32)), vsubq_s8(w.b, vdupq_n_s8(32))}; }
   static uint64_t k_scales(uint64_t b) { return b; }
   template <int J>

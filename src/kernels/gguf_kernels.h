@@ -35,10 +35,14 @@
 //   dot_s8(w, q)            codes -128..127 (plus kS8Bias * sum(q))
 //   k_scales(b)             a super-block's 8 scale bytes (little-endian in b)
 //   scale16<j>(s)           scale j of those, as dot_u_acc takes it
-//   dot_u_acc(acc, w, q, s) acc + sc * dot(w, q), codes 0..31, sc 0..63
+//   dot_u_acc(acc, w, q, s) acc + sc * dot(w, q), codes 0..63, sc -128..127
 //   q6_scales(sc)           the 8 int8 scales of one half of a Q6_K super-block
-//   scale16_pair<k>(s)      scales 2k and 2k + 1 of those, as dot_s16_acc takes them
+//   scale16_pair<k>(s)      scales 2k and 2k + 1 of those, as dot_s16_acc (and,
+//                           with kQ6Unsigned, dot_u_acc) takes them
 //   dot_s16_acc(acc, w, q, s)  codes -32..31: acc + lo * dot(first 16) + hi * dot(last 16)
+//   kQ6Unsigned             Q6_K codes stay 0..63 for dot_u_acc, and then
+//   q6_all_scales(sc)       all 16 scales of a super-block, for
+//   q6_bias(all, h)         -32 * sum_j sc_j * h[j] (h: 16 activation sums)
 //   dzero(), dadd(a, b)     int32 partial sums
 //   zero(), fma(d, s, acc)  acc + s * float(d)
 //   add(a, b), hsum(acc)
@@ -109,7 +113,10 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
   const int8_t* xq[T];
   const float* dx[T];
   const float* xs[T];
+  const int16_t* xh[T];  // sums of 16 columns (K-quant activations only)
   for (int t = 0; t < T; ++t) xq[t] = a.row(t0 + t), dx[t] = a.scales(t0 + t), xs[t] = a.sums(t0 + t);
+  if constexpr (Type == DType::Q6_K)
+    for (int t = 0; t < T; ++t) xh[t] = a.sums16(t0 + t);
 
   if constexpr (kSmallBlock<Type>) {
     // Blocks of 32, eight per step so the accumulators rotate as for the
@@ -195,20 +202,34 @@ void gguf_row(const MatmulJob& job, int64_t r, int t0) {
         // elements, activation block k (0..3) takes the low (k < 2) or high
         // nibbles of ql[32 (k % 2) ..] and bit pair k of qh[..]; codes are
         // biased by 32 and sub-blocks of 16 have their own scale.
+        // With B::kQ6Unsigned the codes stay 0..63 (one unsigned dot, no
+        // sign handling per token) and the bias comes off once per token:
+        // sum_j sc_j * dot(code_j - 32, q_j) = sum_j sc_j * dot(code_j, q_j)
+        // - 32 * sum_j sc_j * h_j, h_j the activation sum of sub-block j.
         const float d = B::half(blk + 208);
         const auto* sc = reinterpret_cast<const int8_t*>(blk + 192);
         typename B::D isum[T][2];  // as for Q4_K: one activation scale per super-block
         for (int t = 0; t < T; ++t) isum[t][0] = isum[t][1] = B::dzero();
+        if constexpr (B::kQ6Unsigned) {
+          const auto all_scales = B::q6_all_scales(sc);
+          for (int t = 0; t < T; ++t) isum[t][0] = B::q6_bias(all_scales, xh[t] + sb * 16);
+        }
         unroll<2>([&](auto h) {
           const W ql0 = B::load32(blk + 64 * h), ql1 = B::load32(blk + 64 * h + 32);
           const W qh = B::load32(blk + 128 + 32 * h);
           const auto half_scales = B::q6_scales(sc + 8 * h);
           unroll<4>([&](auto k) {
             const W nib = k < 2 ? B::low4(k % 2 ? ql1 : ql0) : B::high4(k % 2 ? ql1 : ql0);
-            const W w = B::minus32(B::or_(nib, B::template pair_to_48<2 * k>(qh)));
+            const W code = B::or_(nib, B::template pair_to_48<2 * k>(qh));
             const int64_t b = b0 + 4 * h + k;
             const auto s = B::template scale16_pair<k>(half_scales);
-            for (int t = 0; t < T; ++t) isum[t][k % 2] = B::dot_s16_acc(isum[t][k % 2], w, xq[t] + b * 32, s);
+            for (int t = 0; t < T; ++t) {
+              auto& is = isum[t][k % 2];
+              if constexpr (B::kQ6Unsigned)
+                is = B::dot_u_acc(is, code, xq[t] + b * 32, s);
+              else
+                is = B::dot_s16_acc(is, B::minus32(code), xq[t] + b * 32, s);
+            }
           });
         });
         for (int t = 0; t < T; ++t)

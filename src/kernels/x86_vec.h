@@ -272,7 +272,7 @@ struct X86Blocks {
   static D dot_u(W w, const int8_t* q) { return V::dot8_u8s8(w, x32(q)); }
   static D dot_s8(W w, const int8_t* q) { return V::dot8_s8s8(w, x32(q)); }
   // Integer sub-block scales: maddubs gives pair sums in int16 (codes
-  // <= 31: <= 2 * 31 * 127), one multiply-add with the scale sums them into
+  // <= 63: <= 2 * 63 * 127), one multiply-add with the scale sums them into
   // int32 (V::madd_acc: vpmaddwd + add, or vpdpwssd).
   // A super-block's 8 scale bytes widened to int16 once, in both 128-bit
   // lanes; scale16<j> spreads scale j over every lane with one byte shuffle.
@@ -302,6 +302,18 @@ struct X86Blocks {
                                           lo1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1, hi0, hi1,
                                           hi0, hi1);
     return _mm256_shuffle_epi8(s, pick);
+  }
+  // Q6_K as unsigned codes 0..63 through dot_u_acc: maddubs pair sums
+  // <= 2 * 63 * 127 < 32767, so no sign instructions per token; the bias
+  // of 32 comes off per super-block with one vpmaddwd of the 16 scales and
+  // the 16 activation sums (|sc * h| pairs <= 2 * 128 * 2032: int32).
+  static constexpr bool kQ6Unsigned = true;
+  static __m256i q6_all_scales(const int8_t* sc) {
+    return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+  }
+  static D q6_bias(__m256i all, const int16_t* h) {
+    const __m256i dot = _mm256_madd_epi16(all, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h)));
+    return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(dot, 5));
   }
   // Signs onto the activations, |code| <= 32: pair sums <= 2 * 32 * 127.
   static D dot_s16_acc(D acc, W w, const int8_t* q, __m256i s) {

@@ -32,7 +32,7 @@ void expect_matches_definition(const std::vector<float>& x, int n, int64_t cols,
       }
       const float d = amax / 127.0f, inv = d > 0 ? 1.0f / d : 0.0f;
       ASSERT_EQ(a.scales(t)[b], d);
-      int sum = 0;
+      int sum = 0, half[2] = {0, 0};
       for (int64_t k = b * 32; k < b * 32 + 32; ++k) {
         int want = 0;
         if (k < cols) {
@@ -41,9 +41,17 @@ void expect_matches_definition(const std::vector<float>& x, int n, int64_t cols,
         }
         ASSERT_EQ(a.row(t)[k], want) << "t=" << t << " k=" << k;
         sum += want;
+        half[(k / 16) % 2] += want;
       }
       ASSERT_EQ(a.sums(t)[b], d * static_cast<float>(sum));
+      if (scale_block != kActBlock) {  // the integer sums of 16 columns (Q6_K's bias)
+        EXPECT_EQ(a.sums16(t)[2 * b], half[0]) << "t=" << t << " b=" << b;
+        EXPECT_EQ(a.sums16(t)[2 * b + 1], half[1]) << "t=" << t << " b=" << b;
+      }
     }
+  if (scale_block == kActBlock) {
+    EXPECT_TRUE(a.h.empty());
+  }
 }
 
 TEST(ActQuant, MatchesDefinition) {
