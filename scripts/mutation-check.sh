@@ -101,6 +101,10 @@ if [ "$arch" = x86 ]; then
   mutation avx2-kquant-scaled-sum-sign src/kernels/x86_vec.h \
     'return chained(_mm256_add_epi32(acc, _mm256_madd_epi16(p, s)));' \
     'return chained(_mm256_sub_epi32(acc, _mm256_madd_epi16(p, s)));'
+  # The GGUF kernels' token chunks: every chunk's tiles written to the first.
+  mutation gguf-token-chunk-offset src/kernels/gguf_kernels.h \
+    'gguf_row<B, Type, T>(job, r, c0 + t0);' \
+    'gguf_row<B, Type, T>(job, r, t0);'
   # Q6_K's bias of 32 taken off as 16 times the scaled activation sums (every
   # x86 level shares it).
   mutation x86-q6k-bias-shift src/kernels/x86_vec.h \

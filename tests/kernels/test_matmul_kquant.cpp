@@ -78,8 +78,9 @@ TEST_P(MatmulKQuant, MatchesIntegerReferenceOnEveryLevel) {
   ThreadPool pool(2);
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 256}, {10, 512}, {23, 768}}) {
     const KWeight w = make_weight(type, rows, cols, 40 + rows);
-    // n = 1 (decode), every token-tile remainder, an odd prefill size.
-    for (int n : {1, 2, 3, 4, 5, 7, 13}) {
+    // n = 1 (decode), every token-tile remainder, an odd prefill size, and
+    // one past a chunk of 32 tokens (gguf_kernels.h: kGgufTokenChunk).
+    for (int n : {1, 2, 3, 4, 5, 7, 13, 37}) {
       const auto x = make_x(n, cols, 70 + n + cols);
       for (Isa isa : levels) {
         SCOPED_TRACE(testing::Message() << isa_name(isa) << " " << dtype_name(type) << " rows=" << rows
