@@ -101,6 +101,10 @@ if [ "$arch" = x86 ]; then
   mutation avx2-kquant-scaled-sum-sign src/kernels/x86_vec.h \
     'return chained(_mm256_add_epi32(acc, _mm256_madd_epi16(p, s)));' \
     'return chained(_mm256_sub_epi32(acc, _mm256_madd_epi16(p, s)));'
+  # Activation quantization (x86 path): one of the four running maxima dropped.
+  mutation x86-act-amax-lane src/kernels/act_quant.cpp \
+    'const __m128 m = _mm_max_ps(_mm_max_ps(m0, m1), _mm_max_ps(m2, m3));' \
+    'const __m128 m = _mm_max_ps(_mm_max_ps(m0, m1), m2);'
   # The GGUF kernels' token chunks: every chunk's tiles written to the first.
   mutation gguf-token-chunk-offset src/kernels/gguf_kernels.h \
     'gguf_row<B, Type, T>(job, r, c0 + t0);' \

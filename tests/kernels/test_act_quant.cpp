@@ -94,5 +94,21 @@ TEST(ActQuant, TiesRoundToEvenAndNonFiniteStaysDefined) {
   EXPECT_EQ(a.row(0)[4], 0);
 }
 
+// The block maximum is found wherever it sits (the x86 path keeps four
+// running maxima over interleaved columns), with a NaN elsewhere in the
+// block never winning: blocks of 32 and super-blocks of 256.
+TEST(ActQuant, MaximumFoundAtEveryPositionBesideANaN) {
+  ActBlocks a;
+  for (int scale_block : {kActBlock, 256})
+    for (int pos = 0; pos < scale_block; ++pos) {
+      std::vector<float> x(scale_block);
+      for (int k = 0; k < scale_block; ++k) x[k] = 0.01f * static_cast<float>(k % 13) - 0.06f;
+      x[pos] = -50.0f;
+      x[(pos + 37) % scale_block] = std::numeric_limits<float>::quiet_NaN();
+      expect_matches_definition(x, 1, scale_block, scale_block, a, scale_block);
+      ASSERT_EQ(a.scales(0)[0], 50.0f / 127.0f) << "max at " << pos;
+    }
+}
+
 }  // namespace
 }  // namespace pocket::kernels
