@@ -189,7 +189,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t c = opts.take_byte();
   const int64_t cols = is_kquant(type) ? 256 * (1 + c % 3) : gguf_blocks ? 32 * (1 + c % 12) : 1 + c % 400;
   const int group = pq ? 32 << (opts.take_byte() % 3) : 0;
-  const int n = 1 + opts.take_byte() % 20;
+  const int n = 1 + opts.take_byte() % 40;  // past 32: the GGUF kernels' token chunks (gguf_kernels.h)
   const uint64_t seed = opts.take_byte();
   const uint8_t mode = opts.take_byte();
 
