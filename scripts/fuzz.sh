@@ -14,7 +14,9 @@
 # malloc, 10 s. Crash/leak/timeout/OOM inputs go to build/fuzz/artifacts/<name>/.
 # Exits non-zero if any target found anything. Environment: POCKET_FUZZ_JOBS
 # (build parallelism, default 1), POCKET_FUZZ_NICE (default 10),
-# POCKET_FUZZ_ARGS (extra libFuzzer flags).
+# POCKET_FUZZ_ARGS (extra libFuzzer flags), POCKET_FUZZ_LOG_TAG (logs go to
+# build/logs/fuzz-<name>-<tag>.log instead: a long run in the background then
+# keeps its log when the test command's short runs of the same target write theirs).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$root/build/fuzz"
@@ -107,7 +109,7 @@ summary=()
 for t in "${run_list[@]}"; do
   work="$build/corpus/$t"
   art="$build/artifacts/$t"
-  log="$logs/fuzz-$t.log"
+  log="$logs/fuzz-$t${POCKET_FUZZ_LOG_TAG:+-$POCKET_FUZZ_LOG_TAG}.log"
   mkdir -p "$work" "$art"
   # A structure-aware variant (<name>_struct) starts from <name>'s seeds and dictionary.
   seeds="$t"; [[ -d "$root/fuzz/corpus/$t" ]] || seeds="${t%_struct}"
@@ -115,7 +117,7 @@ for t in "${run_list[@]}"; do
   dict=()
   [[ -f "$root/fuzz/dict/$seeds.dict" ]] && dict=("-dict=$root/fuzz/dict/$seeds.dict")
   before=$(find "$art" -type f | wc -l)
-  echo "fuzz: fuzz_$t for ${seconds}s (log: build/logs/fuzz-$t.log)"
+  echo "fuzz: fuzz_$t for ${seconds}s (log: build/logs/$(basename "$log"))"
   rc=0
   # shellcheck disable=SC2086
   nice -n "$nice_level" "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 \
