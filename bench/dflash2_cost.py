@@ -84,7 +84,7 @@ def run(pocket, model, draft, tokens):
                           "--temp", "0", "-t", "2", "-n", str(tokens), "--ignore-eos", "-p", "Once upon a time"],
                          capture_output=True, text=True, check=True)
     out = out.stdout + out.stderr
-    m = re.search(r"(\d+) verified a draft \| drafted (\d+).*draft ([\d.]+) s, verify ([\d.]+) s", out)
+    m = re.search(r"(\d+) verified a draft \| drafted (\d+).*draft ([\d.]+) s[^,]*, verify ([\d.]+) s", out)
     if not m:
         raise SystemExit("no speculative stats in: " + out[-400:])
     blocks, draft_s = int(m.group(1)), float(m.group(3))

@@ -108,10 +108,10 @@ GenerateResult SpeculativeFlags::generate(Session& session, Drafter& drafter, st
   if (!quiet)
     std::fprintf(stderr,
                  "\n[speculative %s: %d steps, %d verified a draft | drafted %d, accepted %d (%.0f%%), %.2f per verify | "
-                 "draft %.3f s, verify %.3f s%s]",
+                 "draft %.3f s (+%.3f s catching up, %.3f s of it on the prompt), verify %.3f s%s]",
                  drafter.name(), st.steps, st.verify_steps, st.drafted, st.accepted,
                  st.drafted ? 100.0 * st.accepted / st.drafted : 0.0, st.mean_accepted(), st.draft_seconds,
-                 st.verify_seconds, draft_tree > 0 ? (" | " + std::to_string(st.tree_steps) + " trees").c_str() : "");
+                 st.catch_up_seconds + st.prompt_draft_seconds, st.prompt_draft_seconds, st.verify_seconds, draft_tree > 0 ? (" | " + std::to_string(st.tree_steps) + " trees").c_str() : "");
   return r;
 }
 

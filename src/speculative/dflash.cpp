@@ -423,6 +423,19 @@ void DFlashDrafter::prepare(std::span<const int32_t> history) {
   extend_context(history, static_cast<int>(history.size()));
 }
 
+double DFlashDrafter::draft_cost_in_catch_ups(int rows, int context) const {
+  const DFlashConfig& c = draft_->config();
+  const double H = c.hidden, qd = static_cast<double>(c.heads) * c.head_dim, kvd = static_cast<double>(c.kv_heads) * c.head_dim;
+  const double B = c.block_size, taps = static_cast<double>(c.target_layer_ids.size());
+  const double per_position = taps * H * H + c.layers * 2.0 * H * kvd;  // fc, then k and v of every layer
+  double layer = B * (2.0 * H * qd + 2.0 * H * kvd + 3.0 * H * c.ffn);  // q, o, k, v, the MLP
+  layer += B * c.heads * (static_cast<double>(context) + B) * c.head_dim * 2.0;  // scores and values
+  if (c.dflash2()) layer += 2.0 * B * H * 2.0 * c.conv_kernel * (H / c.conv_group);  // the two convs' coefficients
+  const double rows_out = std::clamp(rows, 1, c.block_size - 1);
+  const double head = rows_out * logits_width() * H + (c.dflash2() ? rows_out * H * c.selector_rank : 0.0);
+  return (c.layers * layer + head) / per_position;
+}
+
 void DFlashDrafter::draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) {
   out.clear();
   if (max <= 0 || history.empty()) return;

@@ -95,6 +95,9 @@ class DFlashDrafter : public Drafter {
   void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) override;
   // The draft's context keys/values for the whole prefilled prompt.
   void prepare(std::span<const int32_t> history) override;
+  // The block through the draft's layers, attention over the context and
+  // the head's rows, against fc and the layers' keys/values per position.
+  double draft_cost_in_catch_ups(int rows, int context) const override;
   // The draft's logits for block positions 1..rows (all B-1 when rows < 0)
   // after `history` (whose last token is the anchor, not yet run by the
   // target): rows x logits_width(); column j is token token_of(j); after

@@ -53,10 +53,21 @@ class Drafter {
   // Proposes up to `max` tokens to follow `history` (prompt and generated
   // tokens so far) into `out` (cleared first); none is a valid answer.
   virtual void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) = 0;
-  // Called once after the prompt is prefilled (history = the prompt): a
-  // drafter with per-position state catches up on it here, so that the
-  // one-time cost is not taken for the cost of every draft.
+  // Called after the prompt is prefilled, with the prompt or (a drafter
+  // with a cost estimate, below) its first kCatchUpProbe tokens, and again
+  // with the tokens run so far when drafting starts to pay: a drafter with
+  // per-position state catches up on them here, so that the one-time cost
+  // is not taken for the cost of every draft. `history` is always tokens
+  // the target has run.
   virtual void prepare(std::span<const int32_t> history) { (void)history; }
+  // A draft of `rows` tokens after `context` positions costs about this
+  // many positions of prepare()'s catch-up (by multiply-adds): with the
+  // catch-up's measured time, the planner knows a draft's cost before the
+  // first one is made. 0: no estimate (no per-position state, or unknown).
+  virtual double draft_cost_in_catch_ups(int rows, int context) const {
+    (void)rows, (void)context;
+    return 0.0;
+  }
   // Several candidate continuations as a tree of at most max_nodes nodes
   // and max_depth levels (tree verification). By default, draft()'s chain.
   virtual void draft_tree(std::span<const int32_t> history, int max_depth, int max_nodes, DraftTree& out);

@@ -48,6 +48,10 @@ void BlockPlanner::record_time(int tokens, double seconds) {
 
 void BlockPlanner::record_draft_time(double seconds, int missed) {
   if (!(seconds >= 0)) return;
+  if (draft_expected_ && missed <= draft_max_ + 1) {  // a draft's own cost replaces the estimate
+    draft_expected_ = false;
+    draft_time_ = 0;
+  }
   if (missed <= draft_max_ + 1 || draft_time_ == 0) {  // the most a verified block moves the history
     update_ema(draft_time_, seconds);
     return;
@@ -57,6 +61,12 @@ void BlockPlanner::record_draft_time(double seconds, int missed) {
 
 void BlockPlanner::record_catch_up(double seconds, int positions) {
   if (positions > 0 && seconds >= 0) update_ema(catch_up_, seconds / positions);
+}
+
+void BlockPlanner::expect_draft_cost(double catch_ups) {
+  if (draft_time_ > 0 || !(catch_ups > 0) || !(catch_up_ > 0)) return;
+  draft_time_ = catch_ups * catch_up_;
+  draft_expected_ = true;
 }
 
 void BlockPlanner::record_acceptance(int drafted, int accepted) {
@@ -71,10 +81,8 @@ void BlockPlanner::record_acceptance(int drafted, int accepted) {
 void BlockPlanner::record_step(bool drafted, int tokens, double seconds) {
   if (tokens < 1 || !(seconds > 0)) return;
   elapsed_ += seconds;
-  if (drafted) {  // what plain decoding would have taken for these tokens: its measured step, else one forward
-    const double plain = plain_steps_.seconds > 0 ? plain_steps_.seconds / plain_steps_.tokens : cost(1);
-    loss_ += seconds - tokens * plain;
-  }
+  tokens_ += tokens;
+  if (drafted) loss_ += seconds - tokens * plain_token_seconds();
   StepRate& r = drafted ? drafted_steps_ : plain_steps_;
   drafted_since_plain_ = drafted ? drafted_since_plain_ + 1 : 0;
   r.tokens = r.seconds == 0 ? tokens : kTimeDecay * r.tokens + (1 - kTimeDecay) * tokens;
@@ -87,8 +95,18 @@ bool BlockPlanner::speculation_loses(double share) const {
          loss_ > share * elapsed_;
 }
 
-bool BlockPlanner::may_explore(int missed, double share) const {
-  return !adaptive_ || !costly_drafter() || loss_ + draft_time_ + catch_up_ * missed <= share * elapsed_;
+// What plain decoding takes per token: its measured step, else one forward.
+double BlockPlanner::plain_token_seconds() const {
+  return plain_steps_.seconds > 0 ? plain_steps_.seconds / plain_steps_.tokens : cost(1);
+}
+
+bool BlockPlanner::may_explore(int missed, int room, double share) const {
+  if (!adaptive_ || !costly_drafter()) return true;
+  const int block = choose(draft_max_);
+  const double verify_extra = block > 0 ? std::max(cost(block + 1) - cost(1), 0.0) : 0.0;
+  const int ahead = std::min(std::max(room, 0), std::max(tokens_, kHorizonTokens));
+  const double budget = share * (elapsed_ + ahead * plain_token_seconds());
+  return loss_ + draft_time_ + catch_up_ * missed + verify_extra <= budget;
 }
 
 double BlockPlanner::cost(int n) const {

@@ -27,6 +27,13 @@ class BlockPlanner {
   // The drafter caught up on `positions` positions in `seconds` (the
   // prompt, before decoding): a first estimate of the catch-up cost.
   void record_catch_up(double seconds, int positions);
+  // Before any draft is measured: a draft is expected to cost `catch_ups`
+  // positions of the catch-up measured so far (Drafter::draft_cost_in_catch_ups),
+  // so a drafter too costly to pay is known before it drafts (until a decode
+  // step is measured, any such expectation counts as costly). The first
+  // draft measured soon after another replaces it; one after a pause
+  // measures the catch-up (the draft taken as the estimate).
+  void expect_draft_cost(double catch_ups);
   // Of `drafted` positions checked, the first `accepted` matched (accepted
   // < drafted means a mismatch was seen at position accepted + 1).
   void record_acceptance(int drafted, int accepted);
@@ -41,7 +48,9 @@ class BlockPlanner {
   // at least 1; otherwise draft_max.
   int draft_request(int room) const;
   // Drafting takes more than 5% of a decode step (a model drafter, not lookup).
-  bool costly_drafter() const { return draft_time_ > 0.05 * cost(1); }
+  bool costly_drafter() const {
+    return draft_time_ > 0 && (time_[1] == 0 && draft_expected_ ? true : draft_time_ > 0.05 * cost(1));
+  }
   // Estimated seconds of a forward over n tokens (n >= 1).
   double cost(int n) const;
   int draft_max() const { return draft_max_; }
@@ -57,16 +66,22 @@ class BlockPlanner {
   // slows the target's next forward (caches, idle threads), noise in the
   // per-part times.
   bool speculation_loses(double share = kLossShare) const;
-  // While drafting is paused (speculation measured as losing), whether one
-  // more exploring draft, `missed` positions after the last, fits the loss
-  // budget: the running loss of all drafted steps plus the draft's expected
-  // cost (its own and the catch-up on the missed positions) is at most
-  // `share` of the decode time so far. When every draft fails, exploring
-  // thus costs at most `share` of the run (beyond the first draft, and one
-  // draft before the catch-up cost is measured); where catching up costs
-  // more per position than `share` of a decode step, drafting stays
+  // While drafting is paused (speculation measured as losing, or not
+  // expected to pay), whether one more exploring draft, `missed` positions
+  // after the last, fits the loss budget: the running loss of all drafted
+  // steps plus the exploring step's expected cost (the draft's own, the
+  // catch-up on the missed positions, and the verify's rows beyond a plain
+  // step's) is at most `share` of the decode time so far plus the time of
+  // the steps still expected: `room` tokens (what max_tokens and the
+  // context leave), but no more than the run has generated so far or
+  // kHorizonTokens, whichever is larger (a run that ends early at EOS then
+  // loses at most about 2 x share). When every draft fails, exploring thus
+  // costs at most about `share` of the run (beyond one draft made before
+  // any cost is known: a drafter without an estimate); where catching up
+  // costs more per position than `share` of a decode step, drafting stays
   // paused. Always true for a drafter that is not costly.
-  bool may_explore(int missed, double share = kLossShare) const;
+  bool may_explore(int missed, int room = 0, double share = kLossShare) const;
+  static constexpr int kHorizonTokens = 64;
   // Seconds of the decode loop so far and the running loss (record_step).
   double elapsed() const { return elapsed_; }
   double loss() const { return loss_; }
@@ -90,6 +105,9 @@ class BlockPlanner {
   } drafted_steps_, plain_steps_;
   int drafted_since_plain_ = 0;
   double elapsed_ = 0, loss_ = 0;  // decode seconds so far; drafted steps' seconds over plain's
+  int tokens_ = 0;                 // tokens the recorded steps gave
+  bool draft_expected_ = false;    // draft_time_ is expect_draft_cost()'s estimate, not a measurement
+  double plain_token_seconds() const;
 };
 
 }  // namespace pocket

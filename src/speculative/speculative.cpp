@@ -78,15 +78,23 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     return r;
   }
 
-  {  // the drafter's one-time catch-up on the prompt: part of the prompt's
-     // time (and of drafting's), not planned as the cost of a draft, but
-     // the planner's first estimate of catching up after a pause
+  // The drafter's catch-up on the prompt: part of the prompt's time, not
+  // planned as the cost of a draft, but the planner's first estimate of
+  // catching up after a pause. A drafter that estimates a draft's cost in
+  // catch-ups (DFlash) catches up only on a probe of the prompt here (the
+  // rate for the estimate); the rest waits until drafting is expected to
+  // pay (then caught up at once, below) or an exploring draft fits the loss
+  // budget, so a draft that cannot pay costs next to nothing.
+  const bool estimates = drafter.draft_cost_in_catch_ups(1, 1) > 0;
+  size_t drafted_at = estimates ? std::min(input.size(), kCatchUpProbe) : input.size();  // the history's length at the last catch-up
+  {
     auto td = Clock::now();
-    drafter.prepare(input);
+    drafter.prepare(input.first(drafted_at));
     const double dt = seconds_since(td);
-    st.draft_seconds += dt;
+    st.prompt_draft_seconds = dt;
     r.prefill_seconds += dt;
-    planner.record_catch_up(dt, static_cast<int>(input.size()));
+    planner.record_catch_up(dt, static_cast<int>(drafted_at));
+    planner.expect_draft_cost(drafter.draft_cost_in_catch_ups(spec.draft_max, static_cast<int>(input.size())));
   }
   TextStream stream(tok, opt.stop_strings);
   std::vector<int32_t> history(input.begin(), input.end());
@@ -149,7 +157,6 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
   constexpr int kMaxBackoff = 32;
   int backoff = 0, skip = 0;  // a free drafter's pause after a plain choice: steps left
   bool paused = false;        // a costly drafter's pause: drafts only within the planner's loss budget
-  size_t drafted_at = input.size();  // the history's length at the last draft (prepare() caught up on the prompt)
   bool explore = false;  // the first draft after a pause may be verified even when speculation measures as losing
   int32_t next = -1;
   if (matcher && matcher->complete() && opt.max_tokens > 0) {
@@ -180,12 +187,15 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     // skips drafting for a growing number of steps (then tries again); a
     // costly one (a draft model) drafts again only while the loss of all its
     // drafting so far is within the planner's budget (2% of the decode
-    // time), so poor drafts cost next to nothing. A paused step is a plain
+    // time, so far and expected: BlockPlanner::may_explore), so poor drafts
+    // cost next to nothing; a drafter that estimates its cost before
+    // drafting (DFlash) makes no draft at all where one cannot fit. A paused step is a plain
     // step: no draft, no catch-up of the drafter (it catches up on the
     // tokens it missed when it drafts again). The planner's clock is wall
     // time: reading the process's CPU clock instead (a syscall) cost ~4% of
     // pocket-mini's decode and doubled its context switches.
     const auto t_step = Clock::now();
+    double step_excluded = 0;  // seconds of the step that are not its cost (a committed catch-up)
     bool drafted_now = false;
     draft.clear();
     // A costly drafter pauses as soon as no block, even a full draft, is
@@ -194,8 +204,22 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
       paused = explore = true;
     if (skip > 0) {
       --skip;
-    } else if ((!paused || planner.may_explore(static_cast<int>(history.size() - drafted_at))) && !planner.wants_plain_step()) {
+    } else if ((!paused || planner.may_explore(static_cast<int>(history.size() - drafted_at), room)) && !planner.wants_plain_step()) {
       drafted_now = true;
+      // Drafting expected to pay (not paused): the positions not caught up
+      // yet (the prompt's rest, after a drafter's probe) are caught up
+      // first, as the prompt's catch-up would have been: timed apart and
+      // not taken for the cost of this draft or step.
+      if (!paused && estimates && history.size() - drafted_at > static_cast<size_t>(spec.draft_max) + 1) {
+        const auto tc = Clock::now();
+        const size_t run = history.size() - 1;  // the last token is the anchor, not run by the target yet
+        drafter.prepare(std::span<const int32_t>(history).first(run));
+        const double dc = seconds_since(tc);
+        st.catch_up_seconds += dc;
+        planner.record_catch_up(dc, static_cast<int>(run - drafted_at));
+        drafted_at = run;
+        step_excluded = dc;
+      }
       const auto td = Clock::now();
       if (use_tree) {
         drafter.draft_tree(history, planner.draft_request(room), spec.tree_nodes, tree);
@@ -292,7 +316,7 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
       st.drafted += static_cast<int>(tree.size());
       st.accepted += accepted;
       planner.record_acceptance(k, accepted);
-      planner.record_step(true, accepted + 1, seconds_since(t_step));
+      planner.record_step(true, accepted + 1, seconds_since(t_step) - step_excluded);
       // Keep `next`'s row and the accepted path's (not a token that ended
       // generation: plain decoding would not have run it).
       path.resize(path.size() - (stopped ? 1 : 0));
@@ -346,7 +370,7 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     } else if (!draft.empty()) {  // not verified: learn from the real token for free
       planner.record_acceptance(1, next == draft[0] ? 1 : 0);
     }
-    planner.record_step(drafted_now && !draft.empty(), accepted + 1, seconds_since(t_step));
+    planner.record_step(drafted_now && !draft.empty(), accepted + 1, seconds_since(t_step) - step_excluded);
     // Keep the rows of `next` and the accepted drafts; when a draft token
     // ended generation, keep what plain decoding would have run (not it).
     session.rollback(base + 1 + static_cast<size_t>(accepted) - (stopped ? 1 : 0));

@@ -29,13 +29,20 @@ struct SpeculativeOptions {
 // Checks SpeculativeOptions (draft_max 1..32, tree_nodes 0 or 2..64).
 void check_speculative_options(const SpeculativeOptions& spec);
 
+// Prompt positions a drafter that estimates its own cost (Drafter::
+// draft_cost_in_catch_ups) catches up on before decoding: enough to measure
+// its catch-up rate; the rest when drafting is expected to pay.
+constexpr size_t kCatchUpProbe = 64;
+
 struct SpeculativeStats {
   int steps = 0;          // target forwards in the decode loop
   int verify_steps = 0;   // of those, with at least one drafted token
   int drafted = 0;        // drafted tokens verified
   int accepted = 0;       // of those, accepted
   int tree_steps = 0;     // verify steps that verified a tree with branches
-  double draft_seconds = 0, verify_seconds = 0;
+  double draft_seconds = 0, verify_seconds = 0;  // in the decode loop
+  double prompt_draft_seconds = 0;  // the drafter's catch-up on the prompt (counted in the prompt's time)
+  double catch_up_seconds = 0;      // its catch-up on the rest of the prompt once drafting is expected to pay
   // Accepted tokens per verify step with a draft (the bonus token not counted).
   double mean_accepted() const { return verify_steps ? static_cast<double>(accepted) / verify_steps : 0.0; }
 };

@@ -245,8 +245,27 @@ TEST(DFlash, TrainedPocketMiniDraftIsLosslessAndAccepted) {
   // The whole vocabulary, the default reduced one (8192) and 4096 tokens.
   for (int n : {0, kDraftVocabDefault, 4096}) {
     DFlashDrafter drafter(draft, s, n);
+    if (n == kDraftVocabDefault) {
+      // The planner's estimate of a draft before one is made, counted by
+      // hand for this draft (hidden 256, 4 heads and 2 KV heads of 64, FFN
+      // 768, 2 layers, 3 taps, blocks of 8, 8,192 head rows): a position's
+      // catch-up is fc 3*256*256 + 2 layers x (k, v) 2*256*128 = 327,680
+      // multiply-adds; a 7-row draft after 300 positions is 2 layers x
+      // (8 x (q, o 2*256*256 + k, v 2*256*128 + MLP 3*256*768) + attention
+      // 8 x 4 heads x 308 x 64 x 2) + the head 7 x 8192 x 256 = 29,786,112.
+      ASSERT_EQ(drafter.logits_width(), 8192);
+      EXPECT_NEAR(drafter.draft_cost_in_catch_ups(7, 300), 29786112.0 / 327680.0, 1e-9);
+      EXPECT_DOUBLE_EQ(drafter.draft_cost_in_catch_ups(100, 300), drafter.draft_cost_in_catch_ups(7, 300))
+          << "a block drafts at most block_size - 1 rows";
+      EXPECT_NEAR(drafter.draft_cost_in_catch_ups(1, 300), (29786112.0 - 6 * 8192 * 256) / 327680.0, 1e-9);
+    }
     int accepted = 0;
-    for (const char* text : {"这款手机的电池", "The hotel room was"}) {
+    // The third prompt is longer than kCatchUpProbe: the drafter catches up
+    // on its first 64 tokens before decoding and on the rest at its first
+    // draft (timed as catch_up_seconds).
+    std::string long_text;
+    while (long_text.size() < 400) long_text += "The hotel room was clean and quiet, and the staff were kind. ";
+    for (const std::string& text : {std::string("这款手机的电池"), std::string("The hotel room was"), long_text}) {
       const auto in = m.tokenizer->encode(text, {});
       s.reset();
       const auto want = s.generate(in, o);
@@ -255,6 +274,12 @@ TEST(DFlash, TrainedPocketMiniDraftIsLosslessAndAccepted) {
       const auto got = generate_speculative(s, drafter, in, o, {7, false}, {}, &st);
       EXPECT_EQ(got.tokens, want.tokens) << text << " draft vocabulary " << n;
       accepted += st.accepted;
+      if (in.size() > kCatchUpProbe) {
+        EXPECT_GT(st.catch_up_seconds, 0.0) << "the prompt's rest was not caught up at the first draft";
+        EXPECT_GT(st.accepted, 0) << "drafts after a deferred catch-up were never accepted (draft vocabulary " << n << ")";
+      } else {
+        EXPECT_EQ(st.catch_up_seconds, 0.0);
+      }
     }
     EXPECT_GT(accepted, 4) << "draft vocabulary " << n;
   }

@@ -306,6 +306,55 @@ TEST(Speculative, PlannerFallsBackToPlainWhenDraftsFailAndGrowsBlocksWhenTheyHit
   for (int i = 0; i < 1000; ++i) prompt.record_step(false, 1, 1.0);
   EXPECT_TRUE(prompt.may_explore(0));
   EXPECT_FALSE(prompt.may_explore(1000));
+  // The steps still expected count toward the budget: `room` tokens, but
+  // no more than generated so far or kHorizonTokens (64), whichever is larger.
+  BlockPlanner ahead(16, true);
+  for (int n = 1; n <= 17; ++n) ahead.record_time(n, 1.0);
+  ahead.record_draft_time(2.5, 0);
+  ahead.record_step(false, 1, 1.0);
+  EXPECT_FALSE(ahead.may_explore(0, 10)) << "2.5 > 2% of (1 + 10)";
+  EXPECT_FALSE(ahead.may_explore(0, 100000)) << "an unknown length counts as 64 more tokens: 2.5 > 2% of 65";
+  for (int i = 0; i < 99; ++i) ahead.record_step(false, 1, 1.0);
+  EXPECT_FALSE(ahead.may_explore(0, 0)) << "2.5 > 2% of the 100 steps so far";
+  EXPECT_FALSE(ahead.may_explore(0, 20)) << "2.5 > 2% of (100 + 20)";
+  EXPECT_TRUE(ahead.may_explore(0, 30)) << "2.5 <= 2% of (100 + 30)";
+  EXPECT_TRUE(ahead.may_explore(0, 100000)) << "100 steps so far: 100 more expected";
+  // A verify of more rows than a plain step costs its extra time too.
+  BlockPlanner rows(16, true);
+  for (int n = 1; n <= 17; ++n) rows.record_time(n, 1.0 + 0.1 * (n - 1));
+  for (int i = 0; i < 40; ++i) rows.record_acceptance(16, 16);
+  rows.record_draft_time(0.9, 0);
+  int steps = 0;
+  for (; steps < 100; ++steps) rows.record_step(false, 1, 1.0);
+  const int block = rows.choose(16);
+  ASSERT_GT(block, 8);
+  const double need = 0.9 + rows.cost(block + 1) - rows.cost(1);  // the draft and the rows beyond one
+  EXPECT_FALSE(rows.may_explore(0)) << "the draft alone (0.9) is within 2% of 100 steps, with its verify not";
+  while (!rows.may_explore(0) && steps < 1000) rows.record_step(false, 1, 1.0), ++steps;
+  EXPECT_NEAR(0.02 * steps, need, 0.021);
+  // A drafter's own estimate (DFlash: a draft as so many positions of
+  // catch-up) makes it costly before it drafts: the first step is plain,
+  // then no block pays and nothing is drafted where the draft cannot fit
+  // the budget. A draft soon after another replaces the estimate; one after
+  // a pause measures the catch-up instead.
+  BlockPlanner est(16, true);
+  est.expect_draft_cost(10.0);
+  EXPECT_FALSE(est.costly_drafter()) << "no catch-up measured: no estimate";
+  est.record_catch_up(0.1, 100);  // 1 ms a position
+  est.expect_draft_cost(2000.0);  // 2 s a draft
+  EXPECT_TRUE(est.costly_drafter()) << "expected costly before a decode step is measured";
+  EXPECT_TRUE(est.wants_plain_step());
+  est.record_time(1, 1.0);
+  est.record_step(false, 1, 1.0);
+  EXPECT_TRUE(est.costly_drafter());
+  EXPECT_FALSE(est.wants_plain_step());
+  EXPECT_EQ(est.choose(16), 0) << "a 2-step draft with the prior acceptance does not pay";
+  EXPECT_FALSE(est.may_explore(1, 127)) << "2 > 2% of 65 steps";
+  EXPECT_TRUE(est.may_explore(1, 100000) == false);
+  est.record_draft_time(3.0, 200);  // after a pause: 2 (the estimate) + 200 x 5 ms of catching up
+  EXPECT_TRUE(est.costly_drafter());
+  est.record_draft_time(0.02, 1);  // soon after: the draft's own cost
+  EXPECT_FALSE(est.costly_drafter()) << "measured at 2% of a step";
   // One outlier (a preempted step) moves a measured time by at most 3x.
   BlockPlanner noisy(16, true);
   noisy.record_time(1, 1.0);
