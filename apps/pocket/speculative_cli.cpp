@@ -34,8 +34,9 @@ void SpeculativeFlags::add_to(CLI::App& app) {
       ->check(CLI::Range(1, 32));
   app.add_option("--draft-tree", draft_tree,
                  "Tree verification: the drafter proposes up to N candidate tokens as a tree (lookup: every earlier "
-                 "occurrence's continuation; model: its top candidates at the first positions), all verified in one "
-                 "pass, the longest path the model agrees with kept (0 = one chain; 2..63; not for --dflash)")
+                 "occurrence's continuation; model: its top candidates at the first positions; DFlash: the block's "
+                 "second choice at its first positions, each followed by the block's later guesses), all verified in "
+                 "one pass, the longest path the model agrees with kept (0 = one chain; 2..63)")
       ->check(CLI::Range(0, 63));
   app.add_option("--draft-vocab", draft_vocab,
                  "With --dflash: the draft scores only the N most frequent tokens of the ranking stored with it "
@@ -67,7 +68,6 @@ std::unique_ptr<Drafter> SpeculativeFlags::make_drafter(Session& session, std::s
     fail_as(ErrorCode::InvalidArgument, "--draft-vocab is for DFlash drafts (--dflash)");
   if (draft_tree != 0) {
     check_speculative_options({draft_max, !no_adaptive, draft_tree});
-    if (kind == "dflash" && !dflash.empty()) fail_as(ErrorCode::InvalidArgument, "--draft-tree is for --draft lookup, model or oracle, not DFlash drafts");
     if (!session.tree_verifiable())
       fail_as(ErrorCode::InvalidArgument, "--draft-tree: this model has sliding-window layers (tree verification needs "
                                           "every layer to see the whole context)");

@@ -176,7 +176,6 @@ std::span<float> Session::verify(std::span<const int32_t> block) {
 std::span<float> Session::verify_tree(std::span<const int32_t> tokens, std::span<const int> parents) {
   if (tokens.empty()) fail_as(ErrorCode::InvalidArgument, "verify: no tokens");
   if (!model_->packable()) fail_as(ErrorCode::InvalidArgument, "tree verify: the model has sliding-window layers");
-  if (taps_) fail_as(ErrorCode::InvalidArgument, "tree verify: not with hidden-state taps (DFlash drafts)");
   const size_t rows = tokens.size() * static_cast<size_t>(model_->config().vocab_size);
   if (block_logits_.size() < rows) block_logits_.resize(rows);
   tree_tokens_.clear();

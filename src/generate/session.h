@@ -102,9 +102,9 @@ class Session {
   // the parent of the next; may be empty) and its keys/values.
   std::span<float> verify_tree(std::span<const int32_t> tokens, std::span<const int> parents);
   void accept_tree(std::span<const int> path);
-  // Whether verify_tree works with this session (no sliding-window layers,
-  // no hidden-state taps).
-  bool tree_verifiable() const { return model_->packable() && !taps_; }
+  // Whether verify_tree works with this session (no sliding-window layers;
+  // with hidden-state taps, the accepted path's taps are committed too).
+  bool tree_verifiable() const { return model_->packable(); }
 
   // Keeps the hidden states after the given target layers for every cached
   // position (DFlash drafts read them); starts over (reset()) so every

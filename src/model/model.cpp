@@ -498,7 +498,6 @@ void Model::forward_tree(std::span<const int32_t> tokens, std::span<const int> p
   const ModelConfig& c = cfg_;
   const int n = static_cast<int>(tokens.size());
   if (!packable()) fail("tree verify: the model has sliding-window layers");
-  if (ctx.tap_out != nullptr) fail("tree verify: not with hidden-state taps");
   if (n < 1 || n > kMaxTreeNodes) fail("tree verify: ", n, " nodes (1 to ", kMaxTreeNodes, ")");
   if (parents.size() != tokens.size()) fail("tree verify: ", tokens.size(), " tokens but ", parents.size(), " parents");
   if (!ctx.tree || ctx.tree->rows.type() != ctx.cache.type()) ctx.tree = std::make_unique<Context::TreeStage>(c, ctx.cache.type());
@@ -536,6 +535,17 @@ void Model::forward_tree(std::span<const int32_t> tokens, std::span<const int> p
   t.attn.resize(static_cast<size_t>(n) * q_dim);
   float *x = ctx.x.data(), *xn = ctx.xn.data(), *k = ctx.k.data(), *v = ctx.v.data();
   float *gate = ctx.gate.data(), *up = ctx.up.data(), *q = t.q.data(), *attn = t.attn.data();
+  // Taps: node i's rows go where position i's would in tap_out (commit_tree
+  // moves the accepted path's to their positions).
+  const size_t tap_row = ctx.tap_layers.size() * static_cast<size_t>(c.dim);
+  if (ctx.tap_out != nullptr) t.taps.resize(static_cast<size_t>(n) * tap_row);
+  auto tap_nodes = [&](int l) {
+    if (ctx.tap_out == nullptr) return;
+    for (size_t j = 0; j < ctx.tap_layers.size(); ++j)
+      if (ctx.tap_layers[j] == l)
+        for (int i = 0; i < n; ++i)
+          std::copy_n(x + static_cast<size_t>(i) * dim, dim, t.taps.data() + i * tap_row + j * static_cast<size_t>(dim));
+  };
   // Chain segments: [seg[s], seg[s + 1]), each node the child of the one before.
   std::vector<int> seg;
   for (int i = 0; i < n; ++i)
@@ -546,6 +556,7 @@ void Model::forward_tree(std::span<const int32_t> tokens, std::span<const int> p
   for (int l = 0; l < c.n_layers; ++l) {
     const Layer& L = layers_[l];
     attention_input(l, n, x, xn, q, k, v, pool, [&](int i) { return RowPlace{P + t.depth[i], i, &t.rows}; });
+    if (l > 0) tap_nodes(l - 1);  // x: the residual after layer l - 1
     for (size_t s = 0; s + 1 < seg.size(); ++s) {
       const int a = seg[s], len = seg[s + 1] - a, d0 = t.depth[a];
       // The path above the segment is in place: it ends at the segment's
@@ -559,10 +570,12 @@ void Model::forward_tree(std::span<const int32_t> tokens, std::span<const int> p
     feed_forward(l, n, x, xn, gate, up, pool);
   }
   t.base = P;
-  if (logits == nullptr) return;
+  if (logits == nullptr && ctx.tap_out == nullptr) return;
   add_then_norm(n, c, x, xn, output_norm_, pool, [&](float* xi, float* xni) {
     add_block_output(xi, xni, layers_[c.n_layers - 1].post_ffn_norm);
   });
+  tap_nodes(c.n_layers - 1);
+  if (logits == nullptr) return;
   kernels::matmul(*output_, xn, n, logits, &pool);
   if (c.final_softcap > 0.0f)
     for (size_t j = 0; j < static_cast<size_t>(n) * c.vocab_size; ++j)
@@ -586,6 +599,13 @@ void Model::commit_tree(std::span<const int> path, Context& ctx) const {
       ctx.cache.copy_rows_from(t->rows, l, P + j, path[j], e - j);
       j = e;
     }
+  if (ctx.tap_out != nullptr) {
+    const size_t tap_row = ctx.tap_layers.size() * static_cast<size_t>(cfg_.dim);
+    if (t->taps.size() < static_cast<size_t>(n) * tap_row) fail("tree commit: the tree ran without hidden-state taps");
+    for (int j = 0; j < m; ++j)
+      std::copy_n(t->taps.data() + static_cast<size_t>(path[j]) * tap_row, tap_row,
+                  ctx.tap_out + static_cast<size_t>(P + j) * tap_row);
+  }
   ctx.cache.set_size(P + m);
   t->base = -1;
 }

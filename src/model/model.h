@@ -53,13 +53,14 @@ struct Context {
 };
 
 // The last forward_tree's nodes: every node's keys and values (slot = node
-// index, Model::kMaxTreeNodes slots), its parents and depths, and the query
-// and attention rows of all nodes.
+// index, Model::kMaxTreeNodes slots), its parents and depths, the query
+// and attention rows of all nodes, and with hidden-state taps each node's
+// tapped rows (node x tap_layers.size() x dim, laid out as tap_out's).
 struct Context::TreeStage {
   TreeStage(const ModelConfig& cfg, KVType kv);
   KVCache rows;
   std::vector<int> parents, depth;
-  std::vector<float> q, attn;
+  std::vector<float> q, attn, taps;
   int base = -1;  // the cache's size when it ran; -1 once committed
 };
 
@@ -130,7 +131,8 @@ class Model {
   // rows are copied to slots cache.size().. (the ancestors are already
   // there from the previous segment). The cache's size is unchanged; every
   // node's keys/values stay in ctx.tree_stage (slot = node index) until
-  // commit_tree. Only for packable() models, without hidden-state taps.
+  // commit_tree. Only for packable() models. With hidden-state taps, each
+  // node's taps are kept apart and committed with its keys/values.
   static constexpr int kMaxTreeNodes = 64;
   void forward_tree(std::span<const int32_t> tokens, std::span<const int> parents, Context& ctx, ThreadPool& pool,
                     float* logits) const;

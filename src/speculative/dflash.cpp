@@ -456,4 +456,31 @@ void DFlashDrafter::draft(std::span<const int32_t> history, int max, std::vector
   for (int i = 0; i < n; ++i) out.push_back(token_of(argmax(std::span<const float>(logits).subspan(static_cast<size_t>(i) * W, W))));
 }
 
+void DFlashDrafter::draft_tree(std::span<const int32_t> history, int max_depth, int max_nodes, DraftTree& out) {
+  std::vector<int32_t> chain;
+  draft(history, max_depth, chain);  // leaves the drafted rows' logits in logits_
+  out.clear();
+  if (chain.empty()) return;
+  const size_t W = static_cast<size_t>(logits_width());
+  std::vector<std::vector<int32_t>> branches(1, chain);
+  for (size_t p = 0; p < std::min(chain.size(), static_cast<size_t>(kTreeBranchPositions)); ++p) {
+    std::span<const float> row = std::span<const float>(logits_).subspan(p * W, W);
+    int best = -1;
+    float top = row[0];
+    for (size_t j = 0; j < W; ++j) {
+      top = std::max(top, row[j]);
+      if (token_of(static_cast<int>(j)) != chain[p] && (best < 0 || row[j] > row[static_cast<size_t>(best)])) best = static_cast<int>(j);
+    }
+    if (best < 0) continue;
+    double z = 0;
+    for (float l : row) z += std::exp(static_cast<double>(l) - top);
+    if (std::exp(static_cast<double>(row[static_cast<size_t>(best)]) - top) / z < kTreeMinProbability) continue;
+    std::vector<int32_t> b(chain.begin(), chain.begin() + static_cast<std::ptrdiff_t>(p));
+    b.push_back(token_of(best));
+    b.insert(b.end(), chain.begin() + static_cast<std::ptrdiff_t>(p) + 1, chain.end());
+    branches.push_back(std::move(b));
+  }
+  out.assign(branches, max_nodes);
+}
+
 }  // namespace pocket

@@ -93,6 +93,15 @@ class DFlashDrafter : public Drafter {
   // Each drafted row's argmax (DFlash), or the candidate selector's picks
   // (DFlash2: speculative/dflash2.h).
   void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) override;
+  // The drafted chain, plus at each of its first kTreeBranchPositions
+  // positions the row's likeliest other token (when its probability under
+  // the draft is at least kTreeMinProbability) as a branch that keeps the
+  // chain's later tokens: a block predicts its positions in parallel (each
+  // from the context and mask tokens, not from the tokens drafted before
+  // it), so a later guess does not depend on which token came before it.
+  void draft_tree(std::span<const int32_t> history, int max_depth, int max_nodes, DraftTree& out) override;
+  static constexpr int kTreeBranchPositions = 3;
+  static constexpr float kTreeMinProbability = 0.05f;
   // The draft's context keys/values for the whole prefilled prompt.
   void prepare(std::span<const int32_t> history) override;
   // The block through the draft's layers, attention over the context and

@@ -283,6 +283,51 @@ TEST(DFlash, TrainedPocketMiniDraftIsLosslessAndAccepted) {
     }
     EXPECT_GT(accepted, 4) << "draft vocabulary " << n;
   }
+  // Trees (--draft-tree): the chain plus, at its first positions, the
+  // block's second choice followed by the chain's later guesses. Output
+  // equal to plain greedy; the accepted paths' taps feed the next drafts.
+  DFlashDrafter drafter(draft, s);
+  int tree_steps = 0, branches = 0;
+  for (const char* text : {"这款手机的电池", "The hotel room was", "酒店的服务很好，房间"}) {
+    const auto in = m.tokenizer->encode(text, {});
+    s.reset();
+    const auto want = s.generate(in, o);
+    std::vector<int32_t> history = in;
+    history.push_back(want.tokens[0]);
+    s.reset();
+    s.prefill(in);
+    drafter.prepare(in);
+    DraftTree t;
+    drafter.draft_tree(history, 7, 64, t);
+    std::vector<int32_t> chain;
+    drafter.draft(history, 7, chain);
+    ASSERT_EQ(t.first_chain(), chain) << text;
+    // Every other leaf's path is the chain with one of its first
+    // kTreeBranchPositions tokens changed.
+    const auto depth = t.depths();
+    for (size_t leaf = 0; leaf < t.size(); ++leaf) {
+      if (leaf + 1 < t.size() && t.parents[leaf + 1] == static_cast<int>(leaf)) continue;  // not a leaf
+      std::vector<int32_t> path;
+      for (int u = static_cast<int>(leaf); u >= 0; u = t.parents[static_cast<size_t>(u)]) path.insert(path.begin(), t.tokens[static_cast<size_t>(u)]);
+      if (path == chain) continue;
+      ++branches;
+      ASSERT_EQ(path.size(), chain.size()) << text << " leaf " << leaf << " depth " << depth[leaf];
+      std::vector<size_t> differ;
+      for (size_t i = 0; i < chain.size(); ++i)
+        if (path[i] != chain[i]) differ.push_back(i);
+      ASSERT_EQ(differ.size(), 1u) << text;
+      EXPECT_LT(differ[0], static_cast<size_t>(DFlashDrafter::kTreeBranchPositions)) << text;
+    }
+    for (int nodes : {4, 16, 40}) {
+      SpeculativeStats st;
+      s.reset();
+      const auto got = generate_speculative(s, drafter, in, o, {7, false, nodes}, {}, &st);
+      EXPECT_EQ(got.tokens, want.tokens) << text << " tree of " << nodes;
+      tree_steps += st.tree_steps;
+    }
+  }
+  EXPECT_GT(branches, 0) << "no draft row had a second choice above kTreeMinProbability";
+  EXPECT_GT(tree_steps, 0);
 }
 
 TEST(DFlash, BadDraftFilesGetOneClearError) {

@@ -132,6 +132,43 @@ TEST(TreeVerify, EveryNodeMatchesDecodingItsPathWithQ8AndQ4Caches) {
   check_tree_logits(stories(), KVType::Q4, test::emulated() ? 3 : 7);
 }
 
+// With hidden-state taps (DFlash drafts read them): every node's logits are
+// still its path's, and after accepting a path the taps at its positions
+// are bit for bit those a plain prefill of the same tokens writes (the
+// taps of the rejected nodes go nowhere).
+TEST(TreeVerify, AcceptedPathsTapsEqualAPlainPrefills) {
+  const LoadedModel& m = synthetic_qwen3();
+  const int V = m.model->config().vocab_size, L = m.model->config().n_layers;
+  const int vocab = std::min(m.tokenizer->vocab_size(), V);
+  const size_t row = 2 * static_cast<size_t>(m.model->config().dim);
+  Session tree_s(m.model, m.tokenizer, 256, 2), plain_s(m.model, m.tokenizer, 256, 2);
+  tree_s.enable_hidden_taps({0, L - 1});
+  plain_s.enable_hidden_taps({0, L - 1});
+  ASSERT_TRUE(tree_s.tree_verifiable());
+  const int trees = test::emulated() ? 2 : 6;
+  for (int c = 0; c < trees; ++c) {
+    const int n = std::vector<int>{12, 40, 5, 23, 64, 2}[static_cast<size_t>(c)];
+    const Tree t = random_tree(n, vocab, 2000 + c);
+    const auto prefix = test::some_tokens(1 + (c * 11) % 30, vocab, 170 + c);
+    tree_s.reset();
+    tree_s.prefill(prefix);
+    std::span<float> rows = tree_s.verify_tree(t.tokens, t.parents);
+    const int chosen = static_cast<int>((c * 7 + 3) % n);
+    const auto path = path_to(t, chosen);
+    std::vector<int32_t> seq = prefix;
+    for (int u : path) seq.push_back(t.tokens[static_cast<size_t>(u)]);
+    const auto want = decode_last(plain_s, prefix, seq);
+    EXPECT_TRUE(same_bits(rows.subspan(static_cast<size_t>(chosen) * V, V), want)) << "tree " << c << " node " << chosen;
+    tree_s.accept_tree(path);
+    plain_s.reset();
+    plain_s.prefill(seq);
+    for (size_t p = 0; p < seq.size(); ++p)
+      EXPECT_TRUE(same_bits(std::span<const float>(tree_s.hidden_taps(static_cast<int>(p)), row),
+                            std::span<const float>(plain_s.hidden_taps(static_cast<int>(p)), row)))
+          << "tree " << c << " (" << n << " nodes), path to node " << chosen << ", position " << p;
+  }
+}
+
 TEST(TreeVerify, BadTreesAndOptionsAreClearErrors) {
   const LoadedModel& m = stories();
   Session s(m.model, m.tokenizer, 32, 1);
