@@ -88,7 +88,7 @@ TEST(Cli, BadInputGivesOneClearError) {
       {"draft-vocab -m " + stories() + " --corpus /nonexistent/corpus.txt -o /tmp/never.txt", "", "/nonexistent/corpus.txt", 1},
       {"run -m " + stories() + " --draft lookup --draft-tree 1", "", "draft tree of 1 nodes", 1},
       {"run -m " + stories() + " --draft lookup --draft-tree 99", "", "--draft-tree", 2},
-      {"run -m " + stories() + " --dflash /nonexistent/draft --draft-tree 8", "", "--draft-tree is for", 1},
+      {"run -m " + stories() + " --dflash /nonexistent/draft --draft-tree 8", "", "no such DFlash draft", 1},  // trees take DFlash drafts
       {"frobnicate", "", "frobnicate", 2},
       {"info", "", "model", 2},
   };
