@@ -3,10 +3,13 @@
 // (which stop at 4 KB pages) left decode's GEMVs at 66-82% of the measured
 // read bandwidth on Gemma 3 270M (AVX-512 Xeon, 2 threads); prefetching
 // 512-2048 bytes ahead of each load gave +10% decode there, 4-16 KB less
-// (docs/benchmarks.md). Only one-token tiles prefetch: with more tokens per
-// tile the kernels are compute-bound and the extra instructions cost
-// prefill 5-10%. Prefetches never fault, so reading past a matrix's end is
-// harmless.
+// (docs/benchmarks.md). Decode's one-token tiles prefetch, and so does the
+// first token tile of each weight tile in a matmul of at most
+// kPrefetchTokens tokens (tiled_kernels.h: a speculative verify, where the
+// weight stream still bounds the time; without it a 2-token verify cost
+// 1.56 decode steps, with it 1.13); prefill's batches are compute-bound and
+// the extra instructions cost them 5-10%. Prefetches never fault, so
+// reading past a matrix's end is harmless.
 #pragma once
 
 namespace pocket::kernels {

@@ -35,8 +35,13 @@ void for_token_tiles(int n, Body&& body) {
 // ---- PQ4 / PQ5 / PQ8: 16-row tiles, one lane per row (core/pq_format.h) --
 // Q is the code width: 4, 5 (PQ4's nibbles plus a bit from the plane, the
 // same unsigned dot and s/m correction) or 8.
+// A matmul of at most this many tokens (decode, a speculative verify) is
+// bound by the weight stream: the first token tile of each weight tile
+// prefetches it (prefetch.h), the later ones read it from L1.
+constexpr int kPrefetchTokens = 16;
+
 template <class V, int Q, int T>
-void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0) {
+void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0, bool prefetch) {
   constexpr int sub_bytes = pq::sub_block_bytes(Q);
   const ActBlocks& a = *job.xq;
   const int g = job.group;
@@ -60,7 +65,7 @@ void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0) {
       if constexpr (Q != 8) {
         [[maybe_unused]] typename V::I plane;
         if constexpr (Q == 5) {
-          if constexpr (T == 1) prefetch_weights(sdata + pq::kPlaneOffset);
+          if (prefetch) prefetch_weights(sdata + pq::kPlaneOffset);
           plane = V::load(sdata + pq::kPlaneOffset);
         }
         // Levels without a widening int8 dot sum a PQ4 block's products in
@@ -70,7 +75,7 @@ void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0) {
         if constexpr (sum16)
           for (int t = 0; t < T; ++t) s16[t] = V::zero_i();
         auto chunk = [&]<int C>(std::integral_constant<int, C>) {  // chunk C: 8 columns
-          if constexpr (T == 1) prefetch_weights(sdata + C * 64);
+          if (prefetch) prefetch_weights(sdata + C * 64);
           typename V::I wv = V::load(sdata + C * 64);
           typename V::I lo = V::low_nibbles(wv), hi = V::high_nibbles(wv);
           if constexpr (Q == 5) {
@@ -97,7 +102,7 @@ void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0) {
           for (int t = 0; t < T; ++t) iacc[t] = V::widen16(iacc[t], s16[t]);
       } else {
         for (int c = 0; c < 8; ++c) {  // 8 chunks x 4 columns
-          if constexpr (T == 1) prefetch_weights(sdata + c * 64);
+          if (prefetch) prefetch_weights(sdata + c * 64);
           typename V::I wv = V::load(sdata + c * 64);
           for (int t = 0; t < T; ++t) iacc[t] = V::dot_s8s8(iacc[t], wv, V::bcast4(a.row(t0 + t) + k0 + c * 4));
         }
@@ -142,7 +147,7 @@ void matmul_pq(const MatmulJob& job, int64_t r0, int64_t r1) {
   const int64_t tbytes = pq::tile_bytes(job.type, job.cols, job.group);
   for (int64_t row0 = r0 / pq::kTileRows * pq::kTileRows; row0 < r1; row0 += pq::kTileRows) {
     const uint8_t* tile = job.w + (row0 / pq::kTileRows) * tbytes;
-    for_token_tiles(job.n, [&]<int T>(int t0) { pq_tile<V, Q, T>(job, tile, row0, t0); });
+    for_token_tiles(job.n, [&]<int T>(int t0) { pq_tile<V, Q, T>(job, tile, row0, t0, t0 == 0 && job.n <= kPrefetchTokens); });
   }
 }
 
