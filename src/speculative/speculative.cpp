@@ -189,11 +189,12 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     // drafting so far is within the planner's budget (2% of the decode
     // time, so far and expected: BlockPlanner::may_explore), so poor drafts
     // cost next to nothing; a drafter that estimates its cost before
-    // drafting (DFlash) makes no draft at all where one cannot fit. A paused step is a plain
-    // step: no draft, no catch-up of the drafter (it catches up on the
-    // tokens it missed when it drafts again). The planner's clock is wall
-    // time: reading the process's CPU clock instead (a syscall) cost ~4% of
-    // pocket-mini's decode and doubled its context switches.
+    // drafting (DFlash) makes no draft at all where one cannot fit. A
+    // paused step is a plain step: no draft, no catch-up of the drafter
+    // (it catches up on the tokens it missed when it drafts again). The
+    // planner's clock is wall time: reading the process's CPU clock instead
+    // (a syscall) cost ~4% of pocket-mini's decode and doubled its context
+    // switches.
     const auto t_step = Clock::now();
     double step_excluded = 0;  // seconds of the step that are not its cost (a committed catch-up)
     bool drafted_now = false;
