@@ -70,15 +70,18 @@ void size_rows(Buffers& b, int n, const ModelConfig& c) {
   b.up.resize(N * c.hidden_dim);
 }
 
-// Copies rows [0, n) of x, the residual stream after layer l at positions
-// pos0.., to the context's hidden-state taps when layer l is tapped.
-void tap_rows(Context& ctx, int l, int n, int pos0, const float* x, int dim) {
-  if (ctx.tap_out == nullptr) return;
+// Copies rows [0, n) of x, the residual stream after layer l, to rows
+// pos0.. of `out` (laid out as Context::tap_out) when layer l is tapped.
+void tap_rows_to(const Context& ctx, float* out, int l, int n, int pos0, const float* x, int dim) {
   const size_t n_taps = ctx.tap_layers.size(), D = static_cast<size_t>(dim);
   for (size_t t = 0; t < n_taps; ++t)
     if (ctx.tap_layers[t] == l)
       for (int i = 0; i < n; ++i)
-        std::copy_n(x + static_cast<size_t>(i) * D, D, ctx.tap_out + (static_cast<size_t>(pos0 + i) * n_taps + t) * D);
+        std::copy_n(x + static_cast<size_t>(i) * D, D, out + (static_cast<size_t>(pos0 + i) * n_taps + t) * D);
+}
+// The same into the context's hidden-state taps at positions pos0...
+void tap_rows(Context& ctx, int l, int n, int pos0, const float* x, int dim) {
+  if (ctx.tap_out != nullptr) tap_rows_to(ctx, ctx.tap_out, l, n, pos0, x, dim);
 }
 
 const TensorView* matrix(const ModelFile& f, const std::string& name, int64_t rows, int64_t cols) {
@@ -540,11 +543,7 @@ void Model::forward_tree(std::span<const int32_t> tokens, std::span<const int> p
   const size_t tap_row = ctx.tap_layers.size() * static_cast<size_t>(c.dim);
   if (ctx.tap_out != nullptr) t.taps.resize(static_cast<size_t>(n) * tap_row);
   auto tap_nodes = [&](int l) {
-    if (ctx.tap_out == nullptr) return;
-    for (size_t j = 0; j < ctx.tap_layers.size(); ++j)
-      if (ctx.tap_layers[j] == l)
-        for (int i = 0; i < n; ++i)
-          std::copy_n(x + static_cast<size_t>(i) * dim, dim, t.taps.data() + i * tap_row + j * static_cast<size_t>(dim));
+    if (ctx.tap_out != nullptr) tap_rows_to(ctx, t.taps.data(), l, n, 0, x, dim);
   };
   // Chain segments: [seg[s], seg[s + 1]), each node the child of the one before.
   std::vector<int> seg;
