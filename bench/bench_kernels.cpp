@@ -7,10 +7,12 @@
 // at its shapes beside the PQ types they can be repacked into.
 // --kquants: the GGUF K-quants of a Q4_K_M file (Q4_K, Q6_K) run as stored.
 // --gemm-only: the GEMM table alone (quick A/B runs of the tile kernels).
-//   bench_kernels [--quick] [--gemma | --kquants] [--gemm-only]   (POCKET_ISA selects the kernel level)
+// --tokens N: the GEMM table at n = N (e.g. 16, a speculative verify's size).
+//   bench_kernels [--quick] [--gemma | --kquants] [--gemm-only] [--tokens N]   (POCKET_ISA selects the kernel level)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <vector>
@@ -99,7 +101,15 @@ struct Shape {
 
 int main(int argc, char** argv) {
   bool quick = false, gemma = false, kquants = false, gemm_only = false;
+  int tokens = 0;
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) {
+      tokens = std::atoi(argv[++i]);
+      if (tokens < 1 || tokens > 4096) {
+        std::fprintf(stderr, "bench_kernels: --tokens must be 1..4096\n");
+        return 2;
+      }
+    }
     quick |= std::strcmp(argv[i], "--quick") == 0;
     gemma |= std::strcmp(argv[i], "--gemma") == 0;
     kquants |= std::strcmp(argv[i], "--kquants") == 0;
@@ -149,8 +159,8 @@ int main(int argc, char** argv) {
         }
       }
   }
-  std::printf("\nGEMM (n = 512), tokens/s:\n");
-  const int n = quick ? 64 : 512;
+  const int n = tokens ? tokens : quick ? 64 : 512;
+  std::printf("\nGEMM (n = %d), tokens/s:\n", n);
   for (const Fmt& f : fmts)
     for (const Shape& s : shapes) {
       if (s.out >= 64000) continue;  // the output head runs for the last position only

@@ -24,7 +24,7 @@ import re
 import subprocess
 import sys
 
-ISA_OBJECT = re.compile(r"_(avx2|avxvnni|avx512|avx512vbmi|neon|dotprod|i8mm)\.cpp\.o(bj)?$")
+ISA_OBJECT = re.compile(r"_(avx2|avxvnni|avx512|avx512vbmi|amx|neon|dotprod|i8mm)\.cpp\.o(bj)?$")
 ALLOWED_GLOBAL = re.compile(r"^pocket::kernels::install_[a-z0-9_]+\(")
 # nm symbol types: lower case is local; W/w are weak functions (inline
 # functions, template instantiations: code the linker merges across objects),

@@ -122,6 +122,19 @@ if [ "$arch" = x86 ]; then
   mutation avx512vbmi-high-nibble-field src/kernels/x86_vec.h \
     '_mm512_multishift_epi64_epi8(_mm512_set1_epi64(field_ctrl(4)), v)' \
     '_mm512_multishift_epi64_epi8(_mm512_set1_epi64(field_ctrl(5)), v)'
+  # AMX (caught only where the CPU has AMX-INT8): the group's min term
+  # rounded in another order than pq_tile's (batch invariance), the second
+  # block's activations one byte late (odd groups of 64 columns), and the
+  # sums of a row's first 2048-column piece dropped.
+  mutation amx-float-order src/kernels/kernels_amx.cpp \
+    'at = V::fma(mins, V::set1(xsum), V::fma(g, s, at));' \
+    'at = V::fma(g, s, V::fma(mins, V::set1(xsum), at));'
+  mutation amx-block-offset src/kernels/kernels_amx.cpp \
+    'POCKET_AMX_DOTS(3, 5, 7, x + kActBlock, stride, w + 512);' \
+    'POCKET_AMX_DOTS(3, 5, 7, x + kActBlock + 1, stride, w + 512);'
+  mutation amx-piece-carry src/kernels/kernels_amx.cpp \
+    'acc[t * 16 + r] = r < valid ? y[r] : 0.0f;' \
+    'acc[t * 16 + r] = 0.0f;'
   # Off-by-one indices in the PQ tile: AVX2 PQ4 high-nibble activations one
   # column early (its int16-sum path), the same for PQ5 on the AVX2 and
   # dotprod levels; AVX-512 PQ8 chunk c dotted with chunk c+1's activations.

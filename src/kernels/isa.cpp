@@ -5,6 +5,8 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #elif defined(__aarch64__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
@@ -20,7 +22,7 @@ struct NameOf {
 };
 constexpr NameOf kNames[] = {
     {Isa::Scalar, "scalar"}, {Isa::Avx2, "avx2"},       {Isa::AvxVnni, "avxvnni"}, {Isa::Avx512, "avx512"},
-    {Isa::Avx512Vbmi, "avx512vbmi"},
+    {Isa::Avx512Vbmi, "avx512vbmi"}, {Isa::Amx, "amx"},
     {Isa::Neon, "neon"},     {Isa::Dotprod, "dotprod"}, {Isa::I8mm, "i8mm"},
 };
 
@@ -31,6 +33,17 @@ uint64_t xgetbv0() {
   uint32_t lo, hi;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+
+// Asks Linux for the AMX tile data state (ARCH_REQ_XCOMP_PERM for
+// XFEATURE_XTILEDATA, kernel 5.16+); the grant holds for the whole process.
+bool amx_granted() {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  constexpr int kReqXcompPerm = 0x1023, kXtileData = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+#else
+  return false;
+#endif
 }
 
 std::vector<Isa> detect() {
@@ -53,7 +66,18 @@ std::vector<Isa> detect() {
   if (__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) && (a1 & (1u << 4))) out.push_back(Isa::AvxVnni);
   if (!(zmm_state && avx512)) return out;
   out.push_back(Isa::Avx512);
-  if (c & bit_AVX512VBMI) out.push_back(Isa::Avx512Vbmi);  // CPUID.(7,0):ECX bit 1
+  if (!(c & bit_AVX512VBMI)) return out;  // CPUID.(7,0):ECX bit 1
+  out.push_back(Isa::Avx512Vbmi);
+  // AMX-TILE and AMX-INT8: CPUID.(7,0):EDX bits 24 and 25; the OS must
+  // enable the tile state in XCR0 (bits 17, 18) and, on Linux, grant it to
+  // this process: without the grant the first tile instruction faults.
+  // The grant enlarges every signal frame of the process by 8 KB (the tile
+  // data), so it is asked for only if no lower level was forced with
+  // POCKET_ISA: POCKET_ISA=avx512vbmi keeps the process as it was.
+  const bool amx = (d & (1u << 24)) && (d & (1u << 25)) && (xcr0 & 0x60000) == 0x60000;
+  const char* forced = std::getenv("POCKET_ISA");
+  const bool lower_forced = forced && *forced && std::strcmp(forced, "amx") != 0 && isa_from_name(forced);
+  if (amx && !lower_forced && amx_granted()) out.push_back(Isa::Amx);
   return out;
 }
 #elif defined(__aarch64__)

@@ -12,7 +12,9 @@ namespace pocket::kernels {
 // cores, Sapphire Rapids, Zen 5); a CPU may have it, AVX-512, both or neither.
 // Avx512Vbmi: the Avx512 level plus AVX512_VBMI's byte permutes (Ice Lake
 // and later, Zen 4); the same results bit for bit, faster nibble unpacking.
-enum class Isa { Scalar, Avx2, AvxVnni, Avx512, Avx512Vbmi, Neon, Dotprod, I8mm };
+// Amx: Avx512Vbmi plus the AMX-INT8 tile unit (Sapphire Rapids and later)
+// for matmuls of several tokens; again the same results bit for bit.
+enum class Isa { Scalar, Avx2, AvxVnni, Avx512, Avx512Vbmi, Amx, Neon, Dotprod, I8mm };
 
 const char* isa_name(Isa isa);
 std::optional<Isa> isa_from_name(std::string_view name);

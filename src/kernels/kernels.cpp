@@ -23,6 +23,7 @@ KernelTable build_table(Isa isa) {
   switch (isa) {
     case Isa::Scalar:
       break;
+    case Isa::Amx:
     case Isa::Avx512Vbmi:
     case Isa::Avx512:
     case Isa::AvxVnni:
@@ -30,8 +31,9 @@ KernelTable build_table(Isa isa) {
 #if defined(__x86_64__)
       install_avx2(t);
       if (isa == Isa::AvxVnni) install_avxvnni(t);  // not below Avx512: a CPU may have AVX-512 without it
-      if (isa == Isa::Avx512 || isa == Isa::Avx512Vbmi) install_avx512(t);
-      if (isa == Isa::Avx512Vbmi) install_avx512vbmi(t);
+      if (isa == Isa::Avx512 || isa == Isa::Avx512Vbmi || isa == Isa::Amx) install_avx512(t);
+      if (isa == Isa::Avx512Vbmi || isa == Isa::Amx) install_avx512vbmi(t);
+      if (isa == Isa::Amx) install_amx(t);
 #endif
       break;
     case Isa::I8mm:

@@ -73,6 +73,7 @@ void install_avx2(KernelTable& t);
 void install_avxvnni(KernelTable& t);
 void install_avx512(KernelTable& t);
 void install_avx512vbmi(KernelTable& t);
+void install_amx(KernelTable& t);
 void install_neon(KernelTable& t);
 void install_dotprod(KernelTable& t);
 void install_i8mm(KernelTable& t);

@@ -78,7 +78,7 @@ TEST(BenchCli, JsonHasTheReportedFields) {
     EXPECT_TRUE(j.contains(key)) << key;
   // The kernel level that ran, by its POCKET_ISA name.
   const std::string isa = j["kernels"].get<std::string>();
-  EXPECT_TRUE(isa == "scalar" || isa == "avx2" || isa == "avxvnni" || isa == "avx512" || isa == "avx512vbmi" || isa == "neon" ||
+  EXPECT_TRUE(isa == "scalar" || isa == "avx2" || isa == "avxvnni" || isa == "avx512" || isa == "avx512vbmi" || isa == "amx" || isa == "neon" ||
               isa == "dotprod" || isa == "i8mm")
       << isa;
   // One bandwidth probe per measured run, the reported figure their median.

@@ -74,7 +74,8 @@ TEST_P(MatmulExactTest, MatchesIntegerReferenceOnOddShapes) {
   // block up to 12 blocks, several groups, and (PQ) a partial last group.
   std::vector<Shape> shapes;
   if (is_pq(type))
-    shapes = {{1, 32, 32}, {16, 256, 128}, {35, 320, 64}, {50, 200, 64}, {17, 384, 128}, {3, 70, 32}};
+    shapes = {{1, 32, 32}, {16, 256, 128}, {35, 320, 64}, {50, 200, 64}, {17, 384, 128}, {3, 70, 32},
+              {20, 2600, 64}};  // past the AMX level's 2048-column pieces, with a partial last group
   else
     shapes = {{1, 32, 0}, {17, 96, 0}, {35, 320, 0}, {50, 384, 0}};
   for (const Shape& s : shapes) {
@@ -104,7 +105,9 @@ TEST_P(MatmulExactTest, ExtremeCodesMatchIntegerReference) {
   const bool five = type == DType::Q5_0 || type == DType::Q5_1 || type == DType::PQ5;
   const int lo = nibble || five ? 0 : (type == DType::Q8_0 ? -128 : -127), hi = nibble ? 15 : five ? 31 : 127;
   const int64_t rows = 37, cols = 256;
-  const int n = 5;
+  // 21 tokens: a full 16-token tile and a tail of 5 on the AMX level (which
+  // takes 10 or more), 4-token tiles and a tail of 1 on the VNNI levels.
+  const int n = 21;
   for (int group : {32, 128}) {
     if (!is_pq(type) && group != 32) continue;
     // Row pattern r % 4: all hi, all lo, alternating hi/lo by column, by block.
