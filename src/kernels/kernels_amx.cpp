@@ -28,13 +28,16 @@ namespace {
 
 using V = Avx512Vbmi;
 
-// Below this many tokens the VNNI tile kernel (pq_tile) is faster: a tile
-// pass costs about the same for 4 tokens as for 16 (unpacking the codes,
-// loading and storing whole tiles), and pq_tile's cost grows with the
-// tokens. Measured with one 3072 x 1024 PQ4 matmul, one thread, weights in
-// L2 (docs/benchmarks.md): 4 tokens 137 us vs 90, 8: 193-207 vs 181,
-// 10: 228 vs 251, 16: 270 vs 372.
-constexpr int kAmxMinTokens = 10;
+// Below this many tokens the VNNI tile kernel (pq_tile) is as fast or
+// faster: a tile pass costs about the same for 4 tokens as for 16
+// (unpacking the codes, loading and storing whole tiles) while pq_tile's
+// cost grows with the tokens. Measured as pocket-0.3b verify forwards
+// (weights streamed from the cache, `pocket bench --verify`, one thread,
+// docs/benchmarks.md): 4 tokens 21.6-22.1 ms with AMX vs 18.5-19.7, 6 tokens
+// 24.1 vs 24.0-25.5, 8 tokens 27.0-27.4 vs 28.2-29.8; with the weights in L2
+// the crossing is later (one 3072 x 1024 matmul: 8 tokens 193-207 us vs
+// 181, 10: 228 vs 251).
+constexpr int kAmxMinTokens = 7;
 // Columns unpacked per pass: 64 blocks x 512 bytes = 32 KB, within L1.
 constexpr int kChunkCols = 2048;
 constexpr int kTileTokens = 16;

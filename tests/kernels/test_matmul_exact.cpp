@@ -106,7 +106,7 @@ TEST_P(MatmulExactTest, ExtremeCodesMatchIntegerReference) {
   const int lo = nibble || five ? 0 : (type == DType::Q8_0 ? -128 : -127), hi = nibble ? 15 : five ? 31 : 127;
   const int64_t rows = 37, cols = 256;
   // 21 tokens: a full 16-token tile and a tail of 5 on the AMX level (which
-  // takes 10 or more), 4-token tiles and a tail of 1 on the VNNI levels.
+  // takes 7 or more), 4-token tiles and a tail of 1 on the VNNI levels.
   const int n = 21;
   for (int group : {32, 128}) {
     if (!is_pq(type) && group != 32) continue;
