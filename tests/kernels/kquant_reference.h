@@ -13,6 +13,7 @@
 // in double, so what is left is the kernel's float rounding, bounded as in
 // exact_reference.h. Free of GoogleTest.
 #pragma once
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -74,14 +75,21 @@ inline ExactRef exact_reference(DType t, const KWeight& w, int64_t rows, int64_t
         const test::KBlock& b = w.blocks[static_cast<size_t>(r * nsb + sb)];
         const double d = test::rounded_half(b.d), dmin = test::rounded_half(b.dmin);
         for (int s = 0; s < 256 / sub; ++s) {
-          int64_t dot = 0, sum = 0, absdot = 0;
+          int64_t dot = 0, sum = 0, absdot = 0, absdot_u = 0;
           for (int i = s * sub; i < (s + 1) * sub; ++i) {
             const int code = b.codes[static_cast<size_t>(i)] - (t == DType::Q6_K ? 32 : 0);
             const int x = q[sb * 256 + i];
             dot += code * x;
             sum += x;
             absdot += std::abs(code) * std::abs(x);
+            absdot_u += b.codes[static_cast<size_t>(i)] * std::abs(x);
           }
+          // The x86 levels dot Q6_K's unsigned codes (0..63) and take the
+          // bias of 32 off through the activation sums (X86Blocks::
+          // kQ6Unsigned): their partial sums, spread over 8 lanes and
+          // rounded apart, reach sum(code * |x|) + 32 * |sum(x)| even where
+          // the true terms cancel (a fuzz finding, docs/reliability.md).
+          if (t == DType::Q6_K) absdot = std::max(absdot, absdot_u + 32 * std::abs(sum));
           const double dx = a.scales(tok)[(sb * 256 + s * sub) / kActBlock];
           const double scale = d * b.scales[static_cast<size_t>(s)];
           const double offset = t == DType::Q6_K ? 0.0 : dmin * b.mins[static_cast<size_t>(s)];
