@@ -200,8 +200,11 @@ GgufFile GgufFile::parse(std::shared_ptr<const MappedFile> file) {
   }
 
   if (auto a = g.get_int("general.alignment")) {
-    if (*a <= 0 || *a > (1 << 24) || !is_power_of_two(static_cast<uint64_t>(*a)))
-      fail(src, ": general.alignment = ", *a, " is not a power of two in [1, 2^24]");
+    // The GGUF spec asks for a multiple of 8; below that an F16/F32
+    // tensor's data may start at an odd address, and typed reads of it
+    // would be misaligned (UBSan found one through fuzz_gguf_struct).
+    if (*a < 8 || *a > (1 << 24) || !is_power_of_two(static_cast<uint64_t>(*a)))
+      fail(src, ": general.alignment = ", *a, " is not a power of two in [8, 2^24] (GGUF needs a multiple of 8)");
     g.alignment_ = static_cast<uint32_t>(*a);
   }
   if (auto gs = g.get_int("pocket.quant.group_size")) {

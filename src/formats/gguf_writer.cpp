@@ -109,8 +109,8 @@ GgufMeta GgufMeta::bytes(const uint8_t* data, size_t n) {
 }
 
 GgufWriter::GgufWriter(uint32_t alignment) : alignment_(alignment) {
-  if (alignment == 0 || (alignment & (alignment - 1)) != 0)
-    fail("GGUF writer: alignment ", alignment, " is not a power of two");
+  if (alignment < 8 || (alignment & (alignment - 1)) != 0)
+    fail("GGUF writer: alignment ", alignment, " is not a power of two of at least 8");
   if (alignment != 32) set_u32("general.alignment", alignment);
 }
 

@@ -48,7 +48,7 @@ struct GgufMeta {
 
 class GgufWriter {
  public:
-  explicit GgufWriter(uint32_t alignment = 32);  // a power of two; stored as general.alignment
+  explicit GgufWriter(uint32_t alignment = 32);  // a power of two >= 8; stored as general.alignment
 
   // Sets (or replaces) a key; keys are written in first-set order.
   void set(const std::string& key, GgufMeta value);

@@ -437,6 +437,19 @@ TEST(GgufHostile, HugeStringAndArrayLengthsDoNotAllocate) {
   EXPECT_NE(msg.find("deeper"), std::string::npos) << msg;
 }
 
+// general.alignment below 8 (the GGUF spec asks for a multiple of 8) would
+// let an F16/F32 tensor start at an odd address: a misaligned typed read
+// (fuzz_gguf_struct, UBSan). Such files are refused by name.
+TEST(GgufHostile, AlignmentBelowEightIsRefused) {
+  TempDir dir;
+  for (uint32_t align : {0u, 1u, 2u, 4u, 12u}) {
+    SCOPED_TRACE(align);
+    const auto msg = open_error(dir, Bytes().header(0, 1).str("general.alignment").put<uint32_t>(4).put<uint32_t>(align).b);
+    EXPECT_NE(msg.find("general.alignment = " + std::to_string(align)), std::string::npos) << msg;
+  }
+  EXPECT_THROW(GgufWriter w(4), Error);
+}
+
 TEST(GgufHostile, BadTensorInfos) {
   TempDir dir;
   auto one = [&](std::vector<uint64_t> ne, uint32_t type, uint64_t offset, size_t data_bytes) {
