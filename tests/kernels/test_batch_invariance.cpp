@@ -30,16 +30,21 @@ TEST(BatchInvariance, MatmulRowsDoNotDependOnTheBatch) {
   const int64_t rows = 48;
   const int n = 33;
   // 2624 columns: past the AMX level's 2048-column pieces (kernels_amx.cpp),
-  // whose sums carry over from one piece to the next.
+  // whose sums carry over from one piece to the next; PQ types on the SIMD
+  // levels only, and a few tokens of each tile (the emulated test stage
+  // runs this on the scalar-heavy levels too).
   for (int64_t cols : {256, 2624}) {
+    const bool wide = cols > 256;
     for (Isa isa : supported_isas())
       for (DType type : types) {
+        if (wide && (!is_pq(type) || isa == Isa::Scalar)) continue;
         SCOPED_TRACE(testing::Message() << isa_name(isa) << " " << dtype_name(type) << " cols " << cols);
         auto w = test::build_weight(type, rows, cols, 64, 17);
         auto x = random_values(static_cast<size_t>(n * cols), 5, 2.0f);
         std::vector<float> all(static_cast<size_t>(n * rows)), one(rows);
         matmul_with(kernel_table(isa), w.view, x.data(), n, all.data(), nullptr);
         for (int t = 0; t < n; ++t) {
+          if (wide && t != 0 && t != 15 && t != 16 && t != n - 1) continue;
           matmul_with(kernel_table(isa), w.view, x.data() + t * cols, 1, one.data(), nullptr);
           if (std::memcmp(one.data(), all.data() + t * rows, rows * sizeof(float)) != 0) {
             int d = 0;

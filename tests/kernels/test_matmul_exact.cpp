@@ -83,6 +83,7 @@ TEST_P(MatmulExactTest, MatchesIntegerReferenceOnOddShapes) {
     // n = 1 (decode), then every token-tile remainder and odd prefill sizes
     // (37: past the GGUF kernels' chunk of 32 tokens).
     for (int n : {1, 2, 3, 4, 5, 7, 13, 37}) {
+      if (s.cols > 2048 && n != 1 && n != 13 && n != 37) continue;  // the wide shape: decode and tile paths only
       auto x = make_x(n, s.cols, 900 + n + s.cols);
       for (Isa isa : levels) {
         SCOPED_TRACE(testing::Message() << isa_name(isa) << " " << dtype_name(type) << " rows=" << s.rows
