@@ -31,6 +31,32 @@ TEST(Unicode, Classes) {
   EXPECT_EQ(char_class(kInvalidBase + 0xFF), kOther);
 }
 
+// Letters and digits new in Unicode 15.0 are "other" to the pre-tokenizer,
+// as to Hugging Face tokenizers' regex engine (Oniguruma 6.9.8: Unicode
+// 14.0). The live oracle once drew U+1E4E0 and split differently.
+TEST(Unicode, ClassesAreUnicode14sLikeHuggingFacesRegex) {
+  EXPECT_EQ(char_class(0x1E4E0), kOther);   // Nag Mundari letter (15.0)
+  EXPECT_EQ(char_class(0x1E4F0), kOther);   // Nag Mundari digit (15.0)
+  EXPECT_EQ(char_class(0x11F04), kOther);   // Kawi letter (15.0)
+  EXPECT_EQ(char_class(0x31350), kOther);   // CJK Extension H (15.0)
+  EXPECT_EQ(char_class(0x2B739), kOther);   // CJK Extension C, added in 15.0
+  EXPECT_EQ(char_class(0x2B738), kLetter);  // CJK Extension C, added in 14.0
+  EXPECT_EQ(char_class(0x1E290), kLetter);  // Toto (14.0)
+  EXPECT_EQ(char_class(0x0870), kLetter);   // Arabic (14.0)
+  // Pre-tokens of "x" + cp + "y" under Qwen's pattern, as tokenizers 0.21.1
+  // gives them: a 14.0 letter joins the word, a 15.0 one starts a new piece.
+  auto pieces = [](uint32_t cp) {
+    std::string s = "x";
+    append_utf8(s, cp);
+    s += "y";
+    std::vector<uint32_t> ends;
+    pretokenize(PreTokenizer::Qwen2, s, ends);
+    return ends.size();
+  };
+  EXPECT_EQ(pieces(0x1E4E0), 2u);
+  EXPECT_EQ(pieces(0x1E290), 1u);
+}
+
 TEST(Unicode, DecodeRejectsMalformed) {
   size_t len;
   EXPECT_EQ(decode("\xE4\xB8\xAD", 0, len), 0x4E2Du);
