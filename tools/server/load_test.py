@@ -115,7 +115,12 @@ def main():
         while ok_count(m) < a.requests and time.time() < give_up:
             time.sleep(0.05)
             m = srv.metrics()
+        # Likewise a slot is freed just after its last chunk is sent: wait
+        # (within the same moment) for the server to be idle.
         health = srv.health()
+        while (health["slots_busy"] != 0 or health["queued"] != 0) and time.time() < give_up:
+            time.sleep(0.05)
+            health = srv.health()
 
     errors = state["errors"]
     rows = m["pocket_decode_rows_total"] / max(1, m["pocket_decode_steps_total"])
