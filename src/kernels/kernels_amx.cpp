@@ -264,27 +264,21 @@ void matmul_amx(const MatmulJob& job, int64_t r0, int64_t r1) {
         else
           for (int r = 0; r < 16; ++r) acc[t * 16 + r] = r < valid ? y[r] : 0.0f;
       }
-      if (one_tile) {
-        const bool more = i + 1 < pieces;
-        const Piece next = more ? piece(i + 1) : p;
-        uint8_t* out = codes[(i + 1) & 1];
-        auto unpack_next = [&](int64_t j) {
-          if (more && next.g0 + j < next.g1)
-            unpack<Q>(job, next.tile, next.g0 + j, next.g0 + j + 1, out + j * NSUB * 512, prefetch);
-        };
-        if (m == kTileTokens)
-          tokens_tile<Q, NSUB, kTileTokens>(job, p.tile, p.g0, p.g1, w, t0, m, acc, unpack_next);
-        else
-          tokens_tile<Q, NSUB, 0>(job, p.tile, p.g0, p.g1, w, t0, m, acc, unpack_next);
-        if (more && next.g1 - next.g0 > p.g1 - p.g0)
-          unpack<Q>(job, next.tile, next.g0 + (p.g1 - p.g0), next.g1, out + (p.g1 - p.g0) * NSUB * 512, prefetch);
-      } else {
-        auto nothing = [](int64_t) {};
-        if (m == kTileTokens)
-          tokens_tile<Q, NSUB, kTileTokens>(job, p.tile, p.g0, p.g1, w, t0, m, acc, nothing);
-        else
-          tokens_tile<Q, NSUB, 0>(job, p.tile, p.g0, p.g1, w, t0, m, acc, nothing);
-      }
+      // One token tile: the next piece is unpacked a group at a time inside
+      // tokens_tile, and any groups it has beyond this piece's after it.
+      const bool more = one_tile && i + 1 < pieces;
+      const Piece next = more ? piece(i + 1) : p;
+      uint8_t* out = codes[(i + 1) & 1];
+      auto unpack_next = [&](int64_t j) {
+        if (more && next.g0 + j < next.g1)
+          unpack<Q>(job, next.tile, next.g0 + j, next.g0 + j + 1, out + j * NSUB * 512, prefetch);
+      };
+      if (m == kTileTokens)
+        tokens_tile<Q, NSUB, kTileTokens>(job, p.tile, p.g0, p.g1, w, t0, m, acc, unpack_next);
+      else
+        tokens_tile<Q, NSUB, 0>(job, p.tile, p.g0, p.g1, w, t0, m, acc, unpack_next);
+      if (more && next.g1 - next.g0 > p.g1 - p.g0)
+        unpack<Q>(job, next.tile, next.g0 + (p.g1 - p.g0), next.g1, out + (p.g1 - p.g0) * NSUB * 512, prefetch);
       for (int t = 0; t < m; ++t)
         std::copy(acc + t * 16, acc + t * 16 + valid, job.y + static_cast<int64_t>(t0 + t) * job.rows + p.row0);
     }
@@ -301,6 +295,9 @@ void matmul_pq_amx(const MatmulJob& job, int64_t r0, int64_t r1) {
     default: return matmul_amx<Q, 4>(job, r0, r1);
   }
 }
+
+#undef POCKET_AMX_DOTS
+#undef POCKET_AMX_STORE
 
 }  // namespace
 
