@@ -115,6 +115,73 @@ struct AttentionOpsAvx512 {
     }
   }
 
+  // Four queries x four positions per step (HasScoreQuads in
+  // attention_impl.h), with the bits of scores() above: each of the 16
+  // accumulators sums its lanes as scores() does, and the reduction tree is
+  // the same (lane i + lane i + 8, then adjacent pairs, then pairs of
+  // those, then the two halves), but done for all 16 at once by whole-
+  // register shuffles and adds, 30 shuffles and 15 adds, where scores()
+  // spends 11 shuffles for every 4 scores. Accumulator v = 8 (j / 2) +
+  // 2 p + j % 2 (query j, position p) makes the result's 128-bit lane j
+  // hold query j's four scores.
+  // (Not inlined: inside the driver GCC spilled two of its registers. Out
+  // of the driver's pragma, GCC 12 repeats its false "may be used
+  // uninitialized" on the intrinsics' undefined operands here.)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+  template <class P>
+  __attribute__((noinline)) static void scores_quad(const float* const* q, P k, int n_t, int hd, float scale, float* const* s, int t0) {
+    const __m512 vscale = _mm512_set1_ps(scale);
+    for (int t = 0; t < n_t; t += 4) {
+      const int valid = std::min(4, n_t - t);
+      __m512 acc[16];
+      for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
+      P kt = k + static_cast<size_t>(t) * hd;
+      P rows[4];
+      for (int p = 0; p < 4; ++p) rows[p] = kt + std::min(p, valid - 1) * hd;
+      for (int p = 0; p < 4; ++p) prefetch_row(kt + (kAttnPrefetchRows + p) * hd, hd);
+      for (int d = 0; d < hd; d += 16) {
+        __m512 kv[4];  // 16 accumulators + 4 keys + 1 query: 21 registers
+        for (int p = 0; p < 4; ++p) kv[p] = load16(rows[p] + d);
+        for (int j = 0; j < 4; ++j) {
+          const __m512 qd = _mm512_loadu_ps(q[j] + d);
+          for (int p = 0; p < 4; ++p) {
+            __m512& a = acc[8 * (j / 2) + 2 * p + j % 2];
+            a = _mm512_fmadd_ps(qd, kv[p], a);
+          }
+        }
+      }
+      // Lane i + lane i + 8: registers 2m and 2m + 1 give one register
+      // holding both's eight sums (first's in the low half).
+      __m512 h[8];
+      for (int m = 0; m < 8; ++m)
+        h[m] = _mm512_add_ps(_mm512_shuffle_f32x4(acc[2 * m], acc[2 * m + 1], 0x44),
+                             _mm512_shuffle_f32x4(acc[2 * m], acc[2 * m + 1], 0xEE));
+      // Adjacent pairs, twice (within 128-bit lanes).
+      __m512 g[4];
+      for (int m = 0; m < 4; ++m)
+        g[m] = _mm512_add_ps(_mm512_shuffle_ps(h[2 * m], h[2 * m + 1], 0x88),
+                             _mm512_shuffle_ps(h[2 * m], h[2 * m + 1], 0xDD));
+      __m512 f[2];
+      for (int m = 0; m < 2; ++m)
+        f[m] = _mm512_add_ps(_mm512_shuffle_ps(g[2 * m], g[2 * m + 1], 0x88),
+                             _mm512_shuffle_ps(g[2 * m], g[2 * m + 1], 0xDD));
+      // The two halves: 128-bit lanes 0 + 1 and 2 + 3 of each.
+      const __m512 r = _mm512_mul_ps(_mm512_add_ps(_mm512_shuffle_f32x4(f[0], f[1], 0x88),
+                                                   _mm512_shuffle_f32x4(f[0], f[1], 0xDD)),
+                                     vscale);
+      store_lanes(s[0] + t0 + t, _mm512_castps512_ps128(r), valid);
+      store_lanes(s[1] + t0 + t, _mm512_extractf32x4_ps(r, 1), valid);
+      store_lanes(s[2] + t0 + t, _mm512_extractf32x4_ps(r, 2), valid);
+      store_lanes(s[3] + t0 + t, _mm512_extractf32x4_ps(r, 3), valid);
+    }
+  }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
   // q8 scores with VNNI (see HasQ8Dots in attention_impl.h), four positions
   // per step as scores() above, for head_dim a multiple of 64 (else the
   // float path gives the same integers). vpdpbusd multiplies unsigned by

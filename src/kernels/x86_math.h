@@ -61,7 +61,15 @@ inline __m256 exp8(__m256 x) {
 inline void softmax_avx2(float* x, int n) {
   if (n <= 0) return;
   int i = 0;
-  __m256 vmax = _mm256_set1_ps(-INFINITY);
+  // Four maxima in flight (a max is exact in any order: the same bits).
+  __m256 vmax = _mm256_set1_ps(-INFINITY), m1 = vmax, m2 = vmax, m3 = vmax;
+  for (; i + 32 <= n; i += 32) {
+    vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
+    m1 = _mm256_max_ps(m1, _mm256_loadu_ps(x + i + 8));
+    m2 = _mm256_max_ps(m2, _mm256_loadu_ps(x + i + 16));
+    m3 = _mm256_max_ps(m3, _mm256_loadu_ps(x + i + 24));
+  }
+  vmax = _mm256_max_ps(_mm256_max_ps(vmax, m1), _mm256_max_ps(m2, m3));
   for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
   float mx = hmax8(vmax);
   for (; i < n; ++i) mx = std::max(mx, x[i]);

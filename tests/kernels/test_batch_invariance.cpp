@@ -62,7 +62,7 @@ TEST(BatchInvariance, AttentionQueryDoesNotDependOnItsCompanions) {
   // the companions of query j are queries of the same and later tokens
   // (longer contexts), as in a verify block. 16 queries fill the AVX-512
   // q8 lanes; 7 leave some empty and take every grouping of values().
-  // 256: the driver widens blocks of 32 rows, not 64. Under emulation (20 s
+  // 256: the driver widens blocks of 16 rows, not 32. Under emulation (20 s
   // otherwise) one SIMD and one fallback head size, contexts across a block.
   const bool emulated = test::emulated();
   const std::vector<int> head_dims = emulated ? std::vector<int>{64, 24} : std::vector<int>{64, 128, 24, 256};
