@@ -28,16 +28,15 @@ namespace {
 
 using V = Avx512Vbmi;
 
-// Below this many tokens the VNNI tile kernel (pq_tile) is as fast or
-// faster: a tile pass costs about the same for 4 tokens as for 16
-// (unpacking the codes, loading and storing whole tiles) while pq_tile's
-// cost grows with the tokens. Measured as pocket-0.3b verify forwards
-// (weights streamed from the cache, `pocket bench --verify`, one thread,
-// docs/benchmarks.md): 4 tokens 21.6-22.1 ms with AMX vs 18.5-19.7, 6 tokens
-// 24.1 vs 24.0-25.5, 8 tokens 27.0-27.4 vs 28.2-29.8; with the weights in L2
-// the crossing is later (one 3072 x 1024 matmul: 8 tokens 193-207 us vs
-// 181, 10: 228 vs 251).
-constexpr int kAmxMinTokens = 7;
+// Below this many tokens the VNNI tile kernel (pq_tile, 8-token tiles on
+// AVX-512) is as fast or faster: a tile pass costs about the same for 4
+// tokens as for 16 (unpacking the codes, loading and storing whole tiles)
+// while pq_tile's cost grows with the tokens. Measured as pocket-0.3b
+// verify forwards after a 512-token prompt (one thread, pinned, median of
+// 25): 8 tokens 24.4-25.8 ms with pq_tile vs 28.0-30.0 with AMX, 10
+// tokens 34.9-38.0 vs 35.1-36.8, 12 tokens 39.3-41.2 vs 38.6-39.0, 16
+// tokens 48.0-56.8 vs 46.6-48.3. (With 4-token tiles the crossing was 7.)
+constexpr int kAmxMinTokens = 12;
 // Columns unpacked per pass: 64 blocks x 512 bytes = 32 KB, within L1.
 constexpr int kChunkCols = 2048;
 constexpr int kTileTokens = 16;

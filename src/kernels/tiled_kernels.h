@@ -19,11 +19,14 @@ namespace {
 
 constexpr int kTokTile = 4;
 
-// Calls body.template operator()<T>(t0) for token tiles covering [0, n).
-template <class Body>
+// Calls body.template operator()<T>(t0) for token tiles covering [0, n):
+// tiles of Max (4 or 8), then at most one of 4, then one of 1-3.
+template <int Max = kTokTile, class Body>
 void for_token_tiles(int n, Body&& body) {
+  static_assert(Max == kTokTile || Max == 2 * kTokTile);
   int t0 = 0;
-  for (; t0 + kTokTile <= n; t0 += kTokTile) body.template operator()<kTokTile>(t0);
+  for (; t0 + Max <= n; t0 += Max) body.template operator()<Max>(t0);
+  if (Max > kTokTile && t0 + kTokTile <= n) body.template operator()<kTokTile>(t0), t0 += kTokTile;
   switch (n - t0) {
     case 3: body.template operator()<3>(t0); break;
     case 2: body.template operator()<2>(t0); break;
@@ -142,12 +145,23 @@ void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0, bo
   }
 }
 
+// The token tile of pq_tile: V::kPqTokTile where a level has the registers
+// for more than kTokTile (the tile size changes no result: every token has
+// its own accumulators, summed in the same order).
+template <class V>
+constexpr int pq_token_tile() {
+  if constexpr (requires { V::kPqTokTile; })
+    return V::kPqTokTile;
+  else
+    return kTokTile;
+}
+
 template <class V, int Q>
 void matmul_pq(const MatmulJob& job, int64_t r0, int64_t r1) {
   const int64_t tbytes = pq::tile_bytes(job.type, job.cols, job.group);
   for (int64_t row0 = r0 / pq::kTileRows * pq::kTileRows; row0 < r1; row0 += pq::kTileRows) {
     const uint8_t* tile = job.w + (row0 / pq::kTileRows) * tbytes;
-    for_token_tiles(job.n, [&]<int T>(int t0) { pq_tile<V, Q, T>(job, tile, row0, t0, t0 == 0 && job.n <= kPrefetchTokens); });
+    for_token_tiles<pq_token_tile<V>()>(job.n, [&]<int T>(int t0) { pq_tile<V, Q, T>(job, tile, row0, t0, t0 == 0 && job.n <= kPrefetchTokens); });
   }
 }
 

@@ -40,6 +40,8 @@ struct Avx512 {
   // u8 x s8 dot of 8-bit weights needs w + 128 (xor): correct by 128 * sum(x).
   static constexpr int kS8Bias = 128;
   static constexpr bool kInt16Sums = false;  // one vpdpbusd per dot: nothing to save
+  // pq_tile's token tile: 3 x 8 accumulators fit the 32 registers.
+  static constexpr int kPqTokTile = 8;
 
   static I zero_i() { return _mm512_setzero_si512(); }
   static F zero_f() { return _mm512_setzero_ps(); }

@@ -107,7 +107,8 @@ TEST_P(MatmulExactTest, ExtremeCodesMatchIntegerReference) {
   const int lo = nibble || five ? 0 : (type == DType::Q8_0 ? -128 : -127), hi = nibble ? 15 : five ? 31 : 127;
   const int64_t rows = 37, cols = 256;
   // 21 tokens: a full 16-token tile and a tail of 5 on the AMX level (which
-  // takes 7 or more), 4-token tiles and a tail of 1 on the VNNI levels.
+  // takes 12 or more); on the VNNI levels 8-token tiles (AVX-512) or
+  // 4-token tiles (AVX2), then a tile of 4 and a tail of 1.
   const int n = 21;
   for (int group : {32, 128}) {
     if (!is_pq(type) && group != 32) continue;
