@@ -211,6 +211,8 @@ int q4_code(const uint8_t* row, int i, int head_dim) {
   return (w < half ? b & 15 : b >> 4) - 8;
 }
 void quantize_row_q4(const float* x, uint8_t* y, float* scale, int n) {
+  *scale = 0.0f;
+  if (n <= 0) return;
   float amax = 0.0f;
   for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
   const float d = amax / 7.0f;
