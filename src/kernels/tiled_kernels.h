@@ -52,7 +52,11 @@ void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0, bo
   const int64_t gbytes = pq::group_block_bytes(job.type, g);
   const int hdr = static_cast<int>(pq::header_bytes(job.type));
   typename V::F acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = V::zero_f();
+  // Each token's activations, scales and sums (computing row() etc. at
+  // each use cost an address computation per broadcast).
+  const int8_t* xrow[T];
+  const float *xd[T], *xs[T];
+  for (int t = 0; t < T; ++t) acc[t] = V::zero_f(), xrow[t] = a.row(t0 + t), xd[t] = a.scales(t0 + t), xs[t] = a.sums(t0 + t);
   for (int64_t gi = 0; gi < groups; ++gi) {
     const uint8_t* blk = tile + gi * gbytes;
     const uint8_t* data = blk + hdr;
@@ -87,7 +91,7 @@ void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0, bo
           }
           const int c = C;
           for (int t = 0; t < T; ++t) {
-            const int8_t* x = a.row(t0 + t) + k0 + c * 8;
+            const int8_t* x = xrow[t] + k0 + c * 8;
             if constexpr (sum16) {
               s16[t] = V::add16_u8s8(s16[t], lo, V::bcast4(x));
               s16[t] = V::add16_u8s8(s16[t], hi, V::bcast4(x + 4));
@@ -107,12 +111,12 @@ void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0, bo
         for (int c = 0; c < 8; ++c) {  // 8 chunks x 4 columns
           if (prefetch) prefetch_weights(sdata + c * 64);
           typename V::I wv = V::load(sdata + c * 64);
-          for (int t = 0; t < T; ++t) iacc[t] = V::dot_s8s8(iacc[t], wv, V::bcast4(a.row(t0 + t) + k0 + c * 4));
+          for (int t = 0; t < T; ++t) iacc[t] = V::dot_s8s8(iacc[t], wv, V::bcast4(xrow[t] + k0 + c * 4));
         }
       }
       for (int t = 0; t < T; ++t) {
-        gacc[t] = V::fma(V::to_f(iacc[t]), V::set1(a.scales(t0 + t)[b]), gacc[t]);
-        xsum[t] += a.sums(t0 + t)[b];
+        gacc[t] = V::fma(V::to_f(iacc[t]), V::set1(xd[t][b]), gacc[t]);
+        xsum[t] += xs[t][b];
       }
     }
     const typename V::F s = V::load_f16(blk);
