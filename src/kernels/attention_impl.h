@@ -148,9 +148,12 @@ void q8_scores_in_pairs(const int8_t* const* q, int n_q, const int8_t* k, int sp
 }
 
 // An ISA may supply scores_quad(q, k, n_t, hd, scale, s, t0): scores() for
-// four queries at once, each score the same bits as scores() gives it.
-template <class Ops, class P>
-concept HasScoreQuads = requires(const float* const* q, P k, float* const* s) {
+// four queries at once, each score the same bits as scores() gives it, for
+// every element type P scores() takes. (The test does not depend on P:
+// clang looks Ops::scores_quad up where the driver is instantiated, so the
+// branch that calls it must be discarded there, not in the generic lambda.)
+template <class Ops>
+concept HasScoreQuads = requires(const float* const* q, const float* k, float* const* s) {
   Ops::scores_quad(q, k, 0, 0, 1.0f, s, 0);
 };
 
@@ -233,11 +236,11 @@ void attention_heads_blocked(const AttentionQueries& qs, P k, const float* k_sca
   // Calls of the inner loops per block: groups of `g` queries, then pairs, then one.
   auto calls_for = [&](int g) { return qs.n / g + qs.n % g / 2 + qs.n % g % 2; };
   int score_calls = calls_for(2), value_calls = calls_for(2);
-  if constexpr (HasScoreQuads<Ops, const float*>) score_calls = calls_for(4);
+  if constexpr (HasScoreQuads<Ops>) score_calls = calls_for(4);
   if constexpr (HasValueQueries<Ops>) value_calls = calls_for(Ops::kValueQueries);
   auto score_block = [&](auto kb, int n_t, int t0, Prefetch& pf) {
     int j = 0;
-    if constexpr (HasScoreQuads<Ops, decltype(kb)>)
+    if constexpr (HasScoreQuads<Ops>)
       for (; j + 4 <= qs.n; j += 4) Ops::scores_quad(q + j, kb, n_t, hd, score_scale, s + j, t0), pf.step(hd);
     for (; j + 2 <= qs.n; j += 2) Ops::template scores<2>(q + j, kb, n_t, hd, score_scale, s + j, t0), pf.step(hd);
     if (j < qs.n) Ops::template scores<1>(q + j, kb, n_t, hd, score_scale, s + j, t0), pf.step(hd);
