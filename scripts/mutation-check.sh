@@ -149,8 +149,8 @@ if [ "$arch" = x86 ]; then
     'constexpr bool sum16 = V::kInt16Sums && Q == 4;' \
     'constexpr bool sum16 = V::kInt16Sums && Q <= 5;'
   mutation avx512-pq8-chunk-off-by-one src/kernels/tiled_kernels.h \
-    'V::bcast4(a.row(t0 + t) + k0 + c * 4)' \
-    'V::bcast4(a.row(t0 + t) + k0 + ((c + (V::kS8Bias == 128 ? 1 : 0)) % 8) * 4)'
+    'V::bcast4(xrow[t] + k0 + c * 4)' \
+    'V::bcast4(xrow[t] + k0 + ((c + (V::kS8Bias == 128 ? 1 : 0)) % 8) * 4)'
   # Activation quantization: the block scale stored 0.1% off its codes.
   mutation act-quant-scale-x1.001 src/kernels/act_quant.cpp \
     'a.d[t * a.nb + b] = d;' \
@@ -190,6 +190,14 @@ if [ "$arch" = x86 ]; then
   mutation avx512-attention-scale-x1.001 src/kernels/attention_avx512.cpp \
     'const __m128 r = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1)), vscale);' \
     'const __m128 r = _mm_mul_ps(_mm_add_ps(_mm256_castps256_ps128(r8), _mm256_extractf128_ps(r8, 1)), _mm_mul_ps(vscale, _mm_set1_ps(1.001f)));'
+  # scores_quad (many queries: verify, prefill): the reduction tree pairs
+  # lanes (0, 2) and (1, 3) where scores() pairs (0, 1) and (2, 3): the same
+  # terms summed in another order, so only the bits differ from decode's.
+  mutation avx512-attention-quad-tree-order src/kernels/attention_avx512.cpp \
+    'g[m] = _mm512_add_ps(_mm512_shuffle_ps(h[2 * m], h[2 * m + 1], 0x88),
+                             _mm512_shuffle_ps(h[2 * m], h[2 * m + 1], 0xDD));' \
+    'g[m] = _mm512_add_ps(_mm512_shuffle_ps(h[2 * m], h[2 * m + 1], 0x44),
+                             _mm512_shuffle_ps(h[2 * m], h[2 * m + 1], 0xEE));'
   mutation attention-k-block-position src/kernels/attention_impl.h \
     'const P kb = k + static_cast<size_t>(t0) * hd;' \
     'const P kb = k + static_cast<size_t>(t0 + (t0 > 0 ? 1 : 0)) * hd;'
