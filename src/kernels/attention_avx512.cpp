@@ -132,7 +132,8 @@ struct AttentionOpsAvx512 {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
   template <class P>
-  __attribute__((noinline)) static void scores_quad(const float* const* q, P k, int n_t, int hd, float scale, float* const* s, int t0) {
+  __attribute__((noinline)) static void scores_quad(const float* const* q, P k, int n_t, int hd, float scale,
+                                                    float* const* s, int t0) {
     const __m512 vscale = _mm512_set1_ps(scale);
     for (int t = 0; t < n_t; t += 4) {
       const int valid = std::min(4, n_t - t);

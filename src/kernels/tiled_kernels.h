@@ -56,7 +56,10 @@ void pq_tile(const MatmulJob& job, const uint8_t* tile, int64_t row0, int t0, bo
   // each use cost an address computation per broadcast).
   const int8_t* xrow[T];
   const float *xd[T], *xs[T];
-  for (int t = 0; t < T; ++t) acc[t] = V::zero_f(), xrow[t] = a.row(t0 + t), xd[t] = a.scales(t0 + t), xs[t] = a.sums(t0 + t);
+  for (int t = 0; t < T; ++t) {
+    acc[t] = V::zero_f();
+    xrow[t] = a.row(t0 + t), xd[t] = a.scales(t0 + t), xs[t] = a.sums(t0 + t);
+  }
   for (int64_t gi = 0; gi < groups; ++gi) {
     const uint8_t* blk = tile + gi * gbytes;
     const uint8_t* data = blk + hdr;
@@ -165,7 +168,9 @@ void matmul_pq(const MatmulJob& job, int64_t r0, int64_t r1) {
   const int64_t tbytes = pq::tile_bytes(job.type, job.cols, job.group);
   for (int64_t row0 = r0 / pq::kTileRows * pq::kTileRows; row0 < r1; row0 += pq::kTileRows) {
     const uint8_t* tile = job.w + (row0 / pq::kTileRows) * tbytes;
-    for_token_tiles<pq_token_tile<V>()>(job.n, [&]<int T>(int t0) { pq_tile<V, Q, T>(job, tile, row0, t0, t0 == 0 && job.n <= kPrefetchTokens); });
+    for_token_tiles<pq_token_tile<V>()>(job.n, [&]<int T>(int t0) {
+      pq_tile<V, Q, T>(job, tile, row0, t0, t0 == 0 && job.n <= kPrefetchTokens);
+    });
   }
 }
 
