@@ -133,8 +133,8 @@ if [ "$arch" = x86 ]; then
     'POCKET_AMX_DOTS(3, 5, 7, x + kActBlock, stride, w + 512);' \
     'POCKET_AMX_DOTS(3, 5, 7, x + kActBlock + 1, stride, w + 512);'
   mutation amx-piece-carry src/kernels/kernels_amx.cpp \
-    'acc[t * 16 + r] = r < valid ? y[r] : 0.0f;' \
-    'acc[t * 16 + r] = 0.0f;'
+    'p.g0 == 0 ? V::zero_f() : _mm512_maskz_loadu_ps(rows_mask, y)' \
+    'V::zero_f()'
   # Off-by-one indices in the PQ tile: AVX2 PQ4 high-nibble activations one
   # column early (its int16-sum path), the same for PQ5 on the AVX2 and
   # dotprod levels; AVX-512 PQ8 chunk c dotted with chunk c+1's activations.

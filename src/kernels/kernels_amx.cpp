@@ -255,13 +255,11 @@ void matmul_amx(const MatmulJob& job, int64_t r0, int64_t r1) {
       const int m = t0 < full ? kTileTokens : tail;
       if (configured != m) configure(m), configured = m;
       // The accumulators live in y between pieces (a float stored and
-      // loaded back is the same float).
+      // loaded back is the same float); rows past `valid` are masked off.
+      const __mmask16 rows_mask = static_cast<__mmask16>((1u << valid) - 1);
       for (int t = 0; t < m; ++t) {
         const float* y = job.y + static_cast<int64_t>(t0 + t) * job.rows + p.row0;
-        if (p.g0 == 0)
-          _mm512_store_ps(acc + t * 16, V::zero_f());
-        else
-          for (int r = 0; r < 16; ++r) acc[t * 16 + r] = r < valid ? y[r] : 0.0f;
+        _mm512_store_ps(acc + t * 16, p.g0 == 0 ? V::zero_f() : _mm512_maskz_loadu_ps(rows_mask, y));
       }
       // One token tile: the next piece is unpacked a group at a time inside
       // tokens_tile, and any groups it has beyond this piece's after it.
@@ -278,8 +276,9 @@ void matmul_amx(const MatmulJob& job, int64_t r0, int64_t r1) {
         tokens_tile<Q, NSUB, 0>(job, p.tile, p.g0, p.g1, w, t0, m, acc, unpack_next);
       if (more && next.g1 - next.g0 > p.g1 - p.g0)
         unpack<Q>(job, next.tile, next.g0 + (p.g1 - p.g0), next.g1, out + (p.g1 - p.g0) * NSUB * 512, prefetch);
-      for (int t = 0; t < m; ++t)
-        std::copy(acc + t * 16, acc + t * 16 + valid, job.y + static_cast<int64_t>(t0 + t) * job.rows + p.row0);
+      for (int t = 0; t < m; ++t)  // (std::copy here was a memmove call per token and tile: 1.7% of a verify)
+        _mm512_mask_storeu_ps(job.y + static_cast<int64_t>(t0 + t) * job.rows + p.row0, rows_mask,
+                              _mm512_load_ps(acc + t * 16));
     }
   }
   _tile_release();
