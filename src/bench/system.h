@@ -38,6 +38,9 @@ std::optional<uint64_t> rapl_max_energy_uj();
 // `bytes`-sized buffer; median of `reps` passes (after one untimed pass that
 // also faults the pages in). The buffer is freed before returning.
 double measure_read_bandwidth(int threads, uint64_t bytes, int reps);
+// The probe's read of one thread's slice [b, e) of `buf`: every element
+// once, in four staggered streams (system.cpp says why); their sum.
+uint64_t sum_in_streams(const uint64_t* buf, int64_t b, int64_t e);
 
 // A sysfs cache size ("300M", "2048K", "32768", with or without a trailing
 // newline) in bytes; nullopt when it is not one.

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bench/system.h"
 #include "common/test_util.h"
@@ -37,6 +39,26 @@ TEST(BenchSystem, CacheSizesParseAsSysfsWritesThem) {
 
 // The highest level wins over a larger lower-level cache; unreadable or
 // malformed entries are skipped; no cache at all is nullopt.
+// The bandwidth probe's staggered streams must still read every element of
+// a slice exactly once: random 64-bit values, so a skipped or doubled
+// element changes the sum (mod 2^64) with overwhelming probability.
+TEST(BenchSystem, ProbeStreamsReadEverySliceElementOnce) {
+  std::vector<uint64_t> buf(600000);
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  for (uint64_t& v : buf) state ^= state << 13, state ^= state >> 7, state ^= state << 17, v = state;
+  auto plain = [&](int64_t b, int64_t e) {
+    uint64_t s = 0;
+    for (int64_t i = b; i < e; ++i) s += buf[static_cast<size_t>(i)];
+    return s;
+  };
+  // Empty, shorter than four, unskewed quarters (q < 8), partly and fully
+  // skewed (q / 8 against 8,744 elements), every remainder mod 4.
+  const std::pair<int64_t, int64_t> ranges[] = {{0, 0},    {5, 6},        {3, 10},       {0, 37},     {11, 100},
+                                                {1, 4098}, {7, 70001},    {0, 280000},   {1, 280003}, {2, 599999},
+                                                {0, 600000}, {100, 599998}};
+  for (auto [b, e] : ranges) EXPECT_EQ(bench::sum_in_streams(buf.data(), b, e), plain(b, e)) << b << ".." << e;
+}
+
 TEST(BenchSystem, LastLevelCacheIsTheHighestLevelListed) {
   test::TempDir dir;
   auto cache = [&](int i, const char* level, const char* size) {
