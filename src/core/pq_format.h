@@ -99,6 +99,9 @@ inline void put_code(DType t, uint8_t* data, int r, int k, int q) {
 }
 inline int64_t groups_per_row(int64_t cols, int g) { return (cols + g - 1) / g; }
 inline int64_t padded_rows(int64_t rows) { return (rows + kTileRows - 1) / kTileRows * kTileRows; }
-inline int64_t tile_bytes(DType t, int64_t cols, int g) { return groups_per_row(cols, g) * group_block_bytes(t, g); }
+// Always inlined for the reason given at ActBlocks::row (kernels/act_quant.h).
+[[gnu::always_inline]] inline int64_t tile_bytes(DType t, int64_t cols, int g) {
+  return groups_per_row(cols, g) * group_block_bytes(t, g);
+}
 
 }  // namespace pocket::pq

@@ -28,10 +28,14 @@ struct ActBlocks {
   std::vector<float> s;   // n * nb: d * sum(q), the block's dequantized sum
   std::vector<int16_t> h;  // n * kpad / 16 when scale_block is 256: sum(q) of each 16 columns, else empty
 
-  const int8_t* row(int t) const { return q.data() + t * kpad; }
-  const float* scales(int t) const { return d.data() + t * nb; }
-  const float* sums(int t) const { return s.data() + t * nb; }
-  const int16_t* sums16(int t) const { return h.data() + t * (kpad / 16); }
+  // Always inlined: the ISA kernel files call them, and an out-of-line copy
+  // there would be a weak symbol compiled for that level, which the linker
+  // may keep for baseline callers too (scripts/check_isa_isolation.py; clang
+  // at -O1, as the sanitizer builds compile, emitted such copies).
+  [[gnu::always_inline]] const int8_t* row(int t) const { return q.data() + t * kpad; }
+  [[gnu::always_inline]] const float* scales(int t) const { return d.data() + t * nb; }
+  [[gnu::always_inline]] const float* sums(int t) const { return s.data() + t * nb; }
+  [[gnu::always_inline]] const int16_t* sums16(int t) const { return h.data() + t * (kpad / 16); }
 };
 
 // Quantize n rows of `cols` floats, padding each to `kpad` (>= cols, a
