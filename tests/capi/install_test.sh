@@ -2,9 +2,9 @@
 # cmake --install into a temporary prefix, then build examples/c against it
 # twice (find_package(Pocket) and pkg-config), and run both on the model:
 # the reply streams and is cancelled after N pieces.
-#   install_test.sh BUILD_DIR SOURCE_DIR MODEL CC "EXTRA_C_FLAGS"
+#   install_test.sh BUILD_DIR SOURCE_DIR MODEL CC "EXTRA_C_FLAGS" ["EXTRA_LINK_FLAGS"]
 set -euo pipefail
-build="$1" src="$2" model="$3" cc="$4" extra="${5:-}"
+build="$1" src="$2" model="$3" cc="$4" extra="${5:-}" link_extra="${6:-}"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/pocket-install-XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log"
@@ -26,7 +26,7 @@ check_run() {  # check_run NAME EXE
 
 # find_package(Pocket) from the installed package, only the prefix known.
 cmake -S "$src/examples/c" -B "$tmp/example" -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_C_COMPILER="$cc" \
-  -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="-Werror $extra" -DCMAKE_EXE_LINKER_FLAGS="$extra" >"$tmp/configure.log" ||
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="-Werror $extra" -DCMAKE_EXE_LINKER_FLAGS="$extra $link_extra" >"$tmp/configure.log" ||
   { cat "$tmp/configure.log"; exit 1; }
 cmake --build "$tmp/example" >"$tmp/build.log" || { cat "$tmp/build.log"; exit 1; }
 # The executable finds libpocket.so.N through its run path and needs nothing else of Pocket's.
@@ -42,5 +42,5 @@ export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
 [[ "$(pkg-config --modversion pocket)" == "$(sed -n 's/^Version: //p' "$tmp/prefix/lib/pkgconfig/pocket.pc")" ]]
 # shellcheck disable=SC2046
 "$cc" -std=c99 -Wall -Wextra -Werror -pedantic $extra "$src/examples/c/example.c" -o "$tmp/example_pc" \
-  $(pkg-config --cflags --libs pocket) -Wl,-rpath,"$tmp/prefix/lib"
+  $(pkg-config --cflags --libs pocket) -Wl,-rpath,"$tmp/prefix/lib" $link_extra
 check_run pkg-config "$tmp/example_pc"
