@@ -41,7 +41,7 @@ void mutate_tokenizer(Json& j, std::mt19937_64& rng) {
       if (vocab && vocab->is_object() && !vocab->empty()) {
         auto it = vocab->begin();
         std::advance(it, static_cast<long>(rng() % vocab->size()));
-        it.value() = rng() % 2 ? Json(hostile_int(rng, it.value().is_number() ? it.value().get<int64_t>() : 0))
+        it.value() = rng() % 2 ? Json(hostile_int(rng, it.value().is_number_integer() ? it.value().get<int64_t>() : 0))
                                : Json(rng() % vocab->size());
         return;
       }
@@ -60,7 +60,7 @@ void mutate_tokenizer(Json& j, std::mt19937_64& rng) {
       if (j.contains("added_tokens") && j["added_tokens"].is_array() && !j["added_tokens"].empty()) {
         Json& t = j["added_tokens"][rng() % j["added_tokens"].size()];
         if (t.is_object()) {
-          t["id"] = hostile_int(rng, t.contains("id") && t["id"].is_number() ? t["id"].get<int64_t>() : 0);
+          t["id"] = hostile_int(rng, t.contains("id") && t["id"].is_number_integer() ? t["id"].get<int64_t>() : 0);
           if (rng() % 2) t["special"] = static_cast<bool>(rng() % 2);
           return;
         }
