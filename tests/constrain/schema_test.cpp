@@ -19,7 +19,7 @@ Grammar schema(const std::string& s, int ws = 0) {
   return compile_json_schema(s, o);
 }
 
-std::string error_of(const std::string& s) {
+std::string schema_error(const std::string& s) {
   try {
     schema(s);
   } catch (const Error& e) {
@@ -144,7 +144,7 @@ TEST(ConstrainSchema, UnsupportedOrImpossibleSchemasNameTheKeywordAndPointer) {
       {"{\"type\": ", "not valid JSON"},
   };
   for (auto [s, want] : cases) {
-    const std::string e = error_of(s);
+    const std::string e = schema_error(s);
     EXPECT_NE(e.find(want), std::string::npos) << s << " gave: " << e;
   }
 }
@@ -154,15 +154,15 @@ TEST(ConstrainSchema, HostileSchemasFailClearlyAndQuickly) {
   for (int i = 0; i < 5000; ++i) deep += R"({"type":"array","items":)";
   deep += "{}";
   for (int i = 0; i < 5000; ++i) deep += "}";
-  EXPECT_NE(error_of(deep).find("nested too deeply"), std::string::npos);
+  EXPECT_NE(schema_error(deep).find("nested too deeply"), std::string::npos);
   std::string big = R"({"enum":[)";
   for (int i = 0; i < 20000; ++i) big += (i ? "," : "") + std::to_string(i);
   big += "]}";
-  EXPECT_NE(error_of(big).find("too many values"), std::string::npos);
-  EXPECT_NE(error_of(R"({"type":"string","maxLength":100000000})").find("too large"), std::string::npos);
-  EXPECT_NE(error_of(R"({"type":"string","pattern":"a{99999}"})").find("too large"), std::string::npos);
+  EXPECT_NE(schema_error(big).find("too many values"), std::string::npos);
+  EXPECT_NE(schema_error(R"({"type":"string","maxLength":100000000})").find("too large"), std::string::npos);
+  EXPECT_NE(schema_error(R"({"type":"string","pattern":"a{99999}"})").find("too large"), std::string::npos);
   // Nested counts share their inner rule: compact, not an error.
-  EXPECT_EQ(error_of(R"x({"type":"string","pattern":"^(a{9000}){0,9000}$"})x"), "");
+  EXPECT_EQ(schema_error(R"x({"type":"string","pattern":"^(a{9000}){0,9000}$"})x"), "");
 }
 
 }  // namespace

@@ -7,7 +7,6 @@
 namespace pocket {
 namespace {
 
-std::shared_ptr<const Tokenizer> qwen3() { return test::qwen3_tokenizer(); }
 
 bool valid_utf8(const std::string& s) {
   size_t i = 0;
@@ -24,8 +23,8 @@ bool valid_utf8(const std::string& s) {
 
 TEST(TextStream, EmitsOnlyCompleteUtf8AndEverything) {
   const std::string text = "小模型在手机里运行 🙂👩‍👩‍👧 ok 龘";
-  auto ids = qwen3()->encode(text);
-  TextStream s(*qwen3(), {});
+  auto ids = test::qwen3_tokenizer()->encode(text);
+  TextStream s(*test::qwen3_tokenizer(), {});
   std::string all;
   for (int32_t id : ids) {
     std::string piece = s.push(id);
@@ -38,8 +37,8 @@ TEST(TextStream, EmitsOnlyCompleteUtf8AndEverything) {
 
 TEST(TextStream, CutsAtStopStringsSplitAcrossTokens) {
   const std::string text = "The answer is 42.\nUser: next question";
-  auto ids = qwen3()->encode(text);
-  TextStream s(*qwen3(), {"\nUser:", "never"});
+  auto ids = test::qwen3_tokenizer()->encode(text);
+  TextStream s(*test::qwen3_tokenizer(), {"\nUser:", "never"});
   std::string all;
   size_t used = 0;
   for (int32_t id : ids) {
@@ -54,8 +53,8 @@ TEST(TextStream, CutsAtStopStringsSplitAcrossTokens) {
 }
 
 TEST(TextStream, HeldBackPrefixIsReleasedWhenItIsNotAStop) {
-  auto ids = qwen3()->encode("a <b> c");
-  TextStream s(*qwen3(), {"<b>x"});
+  auto ids = test::qwen3_tokenizer()->encode("a <b> c");
+  TextStream s(*test::qwen3_tokenizer(), {"<b>x"});
   std::string all;
   for (int32_t id : ids) all += s.push(id);
   all += s.finish();

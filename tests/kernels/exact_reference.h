@@ -19,9 +19,19 @@
 #include <vector>
 
 #include "kernels/act_quant.h"
+#include "kernels/table.h"
 #include "weight_builders.h"
 
 namespace pocket::kernels::test_exact {
+
+// The levels this CPU runs with an int8-activation kernel for `type` (the
+// others have nothing to compare against the integer reference).
+inline std::vector<Isa> int8_levels(DType type) {
+  std::vector<Isa> out;
+  for (Isa isa : supported_isas())
+    if (kernel_table(isa).matmul[static_cast<int>(type)].int8_acts) out.push_back(isa);
+  return out;
+}
 
 
 // A kernel may add up to this much to the stored codes to use an unsigned x

@@ -46,10 +46,7 @@ double tolerance(const std::vector<float>& w, const std::vector<float>& x, int64
   return (int8_acts ? bound : 0.0) + 2e-5 * mag + 1e-6;
 }
 
-struct Shape {
-  int64_t rows, cols;
-  int group;
-};
+using Shape = test::WeightShape;
 
 void check_matmul(Isa isa, DType type, Shape s, int n) {
   SCOPED_TRACE(testing::Message() << isa_name(isa) << " " << dtype_name(type) << " rows=" << s.rows

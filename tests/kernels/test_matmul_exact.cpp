@@ -30,7 +30,7 @@ using namespace test_exact;
 // below fails if some level gains an int8 kernel for a type not listed.
 constexpr DType kInt8Types[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::PQ4, DType::PQ5, DType::PQ8};
 
-std::vector<float> make_x(int n, int64_t cols, uint64_t seed) { return test::varied_activations(n, cols, seed); }
+std::vector<float> exact_x(int n, int64_t cols, uint64_t seed) { return test::varied_activations(n, cols, seed); }
 
 void check_exact(Isa isa, DType type, const BuiltWeight& w, int64_t rows, int64_t cols, int group,
                  const std::vector<float>& x, int n) {
@@ -51,18 +51,9 @@ void check_exact(Isa isa, DType type, const BuiltWeight& w, int64_t rows, int64_
     }
 }
 
-// Levels with an int8 kernel for `type` (the others have nothing to check).
-std::vector<Isa> int8_levels(DType type) {
-  std::vector<Isa> out;
-  for (Isa isa : supported_isas())
-    if (kernel_table(isa).matmul[static_cast<int>(type)].int8_acts) out.push_back(isa);
-  return out;
-}
+using test_exact::int8_levels;
 
-struct Shape {
-  int64_t rows, cols;
-  int group;
-};
+using Shape = test::WeightShape;
 
 class MatmulExactTest : public testing::TestWithParam<DType> {};
 
@@ -84,7 +75,7 @@ TEST_P(MatmulExactTest, MatchesIntegerReferenceOnOddShapes) {
     // (37: past the GGUF kernels' chunk of 32 tokens).
     for (int n : {1, 2, 3, 4, 5, 7, 13, 37}) {
       if (s.cols > 2048 && n != 1 && n != 13 && n != 37) continue;  // the wide shape: decode and tile paths only
-      auto x = make_x(n, s.cols, 900 + n + s.cols);
+      auto x = exact_x(n, s.cols, 900 + n + s.cols);
       for (Isa isa : levels) {
         SCOPED_TRACE(testing::Message() << isa_name(isa) << " " << dtype_name(type) << " rows=" << s.rows
                                         << " cols=" << s.cols << " group=" << s.group << " n=" << n);
@@ -159,7 +150,7 @@ TEST(MatmulExact, ReferenceAgreesWithEncodedValues) {
     const int group = is_pq(type) ? 64 : 0;
     auto w = build_weight(type, rows, cols, group, 3);
     const int n = 3;
-    auto x = make_x(n, cols, 4);
+    auto x = exact_x(n, cols, 4);
     ActBlocks a;
     quantize_acts(x.data(), n, cols, padded_cols(type, cols, group), a);
     const ExactRef ref = exact_reference(w, type, rows, cols, a);

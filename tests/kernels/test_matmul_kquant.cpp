@@ -11,6 +11,7 @@
 
 #include "kernels/act_quant.h"
 #include "kernels/dequant.h"
+#include "kernels/exact_reference.h"
 #include "kernels/kquant_reference.h"
 #include "kernels/table.h"
 #include "kernels/weight_builders.h"
@@ -60,14 +61,9 @@ KWeight make_weight(DType t, int64_t rows, int64_t cols, uint64_t seed) {
 }
 
 // The activation kinds of weight_builders.h, constant magnitude included.
-std::vector<float> make_x(int n, int64_t cols, uint64_t seed) { return test::varied_activations(n, cols, seed, 4); }
+std::vector<float> kquant_x(int n, int64_t cols, uint64_t seed) { return test::varied_activations(n, cols, seed, 4); }
 
-std::vector<Isa> int8_levels(DType t) {
-  std::vector<Isa> out;
-  for (Isa isa : supported_isas())
-    if (kernel_table(isa).matmul[static_cast<int>(t)].int8_acts) out.push_back(isa);
-  return out;
-}
+using test_exact::int8_levels;
 
 class MatmulKQuant : public testing::TestWithParam<DType> {};
 
@@ -81,7 +77,7 @@ TEST_P(MatmulKQuant, MatchesIntegerReferenceOnEveryLevel) {
     // n = 1 (decode), every token-tile remainder, an odd prefill size, and
     // one past a chunk of 32 tokens (gguf_kernels.h: kGgufTokenChunk).
     for (int n : {1, 2, 3, 4, 5, 7, 13, 37}) {
-      const auto x = make_x(n, cols, 70 + n + cols);
+      const auto x = kquant_x(n, cols, 70 + n + cols);
       for (Isa isa : levels) {
         SCOPED_TRACE(testing::Message() << isa_name(isa) << " " << dtype_name(type) << " rows=" << rows
                                         << " cols=" << cols << " n=" << n);
@@ -116,7 +112,7 @@ TEST_P(MatmulKQuant, ReferenceAgreesWithDecodedValues) {
   const int64_t rows = 11, cols = 512;
   const KWeight w = make_weight(type, rows, cols, 9);
   const int n = 4;
-  const auto x = make_x(n, cols, 10);
+  const auto x = kquant_x(n, cols, 10);
   ActBlocks a;
   quantize_acts(x.data(), n, cols, cols, a, 256);
   const ExactRef ref = exact_reference(type, w, rows, cols, a);
@@ -146,7 +142,7 @@ TEST_P(MatmulKQuant, ArmLevelsAgreeBitwise) {
   const int64_t rows = 9, cols = 512;
   const KWeight w = make_weight(type, rows, cols, 21);
   for (int n : {1, 3, 6}) {
-    const auto x = make_x(n, cols, 22 + n);
+    const auto x = kquant_x(n, cols, 22 + n);
     std::vector<float> y0(static_cast<size_t>(n * rows)), y1(y0.size());
     matmul_with(kernel_table(arm[0]), w.view, x.data(), n, y0.data(), nullptr);
     for (size_t i = 1; i < arm.size(); ++i) {

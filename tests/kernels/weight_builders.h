@@ -19,6 +19,12 @@
 
 namespace pocket::test {
 
+// A weight matrix's shape and PQ group size, as the matmul tests list them.
+struct WeightShape {
+  int64_t rows, cols;
+  int group;
+};
+
 struct BuiltWeight {
   std::vector<uint8_t> bytes;
   std::vector<float> values;  // rows * cols, the exact values encoded

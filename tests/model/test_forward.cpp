@@ -8,31 +8,27 @@
 #include "model/model.h"
 #include "model/reference_model.h"
 #include "model/synthetic.h"
+#include "synthetic_model.h"
 #include "util/thread_pool.h"
 #include "util/error.h"
 
 namespace pocket {
 namespace {
 
-std::shared_ptr<const ModelFile> synthetic(const std::string& preset, DType type, int group = 32) {
-  SyntheticSpec spec;
-  spec.config = preset_config(preset);
-  spec.weight_type = spec.embed_type = spec.head_type = type;
-  spec.group = group;
-  spec.seed = 11;
-  return std::make_shared<ModelFile>(make_synthetic_model(spec));
+std::shared_ptr<const ModelFile> forward_model(const std::string& preset, DType type) {
+  return test::synthetic_model(preset, type, 11);
 }
 
 using test::rel_err;
 using test::some_tokens;
 
-struct Case {
+struct ForwardCase {
   std::string preset;
   DType type;
   double tol;  // relative to the logit scale
 };
 
-class ForwardVsReference : public ::testing::TestWithParam<Case> {};
+class ForwardVsReference : public ::testing::TestWithParam<ForwardCase> {};
 
 // Tolerances: f32 weights differ from the reference only by the fp16 KV
 // cache and float vs double accumulation (~1e-3). Quantized weights are the
@@ -41,8 +37,8 @@ class ForwardVsReference : public ::testing::TestWithParam<Case> {};
 // 2 layers of a random model that stays below 6% of the logit scale (measured
 // 3-4%).
 TEST_P(ForwardVsReference, DecodeAndPrefillMatchTheReference) {
-  const Case& c = GetParam();
-  auto file = synthetic(c.preset, c.type);
+  const ForwardCase& c = GetParam();
+  auto file = forward_model(c.preset, c.type);
   ReferenceModel ref(*file);
   Model model(file);
   // Q4_0 and Q8_0 matrices run as PQ4 / PQ8 copies (quant/source_grid.h): all
@@ -83,16 +79,16 @@ TEST_P(ForwardVsReference, DecodeAndPrefillMatchTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, ForwardVsReference,
-    ::testing::Values(Case{"tiny-llama", DType::F32, 2e-3}, Case{"tiny-qwen2", DType::F32, 2e-3},
-                      Case{"tiny-qwen3", DType::F32, 2e-3}, Case{"tiny-qwen3", DType::F16, 2e-3},
-                      Case{"tiny-qwen3", DType::BF16, 2e-3}, Case{"tiny-qwen3", DType::Q8_0, 6e-2},
-                      Case{"tiny-qwen2", DType::Q4_0, 6e-2}, Case{"tiny-qwen3", DType::PQ4, 6e-2},
-                      Case{"tiny-llama", DType::PQ8, 6e-2}, Case{"tiny-gemma3", DType::F32, 2e-3},
-                      Case{"tiny-gemma3", DType::Q8_0, 6e-2}, Case{"tiny-gemma3", DType::PQ4, 6e-2}),
+    ::testing::Values(ForwardCase{"tiny-llama", DType::F32, 2e-3}, ForwardCase{"tiny-qwen2", DType::F32, 2e-3},
+                      ForwardCase{"tiny-qwen3", DType::F32, 2e-3}, ForwardCase{"tiny-qwen3", DType::F16, 2e-3},
+                      ForwardCase{"tiny-qwen3", DType::BF16, 2e-3}, ForwardCase{"tiny-qwen3", DType::Q8_0, 6e-2},
+                      ForwardCase{"tiny-qwen2", DType::Q4_0, 6e-2}, ForwardCase{"tiny-qwen3", DType::PQ4, 6e-2},
+                      ForwardCase{"tiny-llama", DType::PQ8, 6e-2}, ForwardCase{"tiny-gemma3", DType::F32, 2e-3},
+                      ForwardCase{"tiny-gemma3", DType::Q8_0, 6e-2}, ForwardCase{"tiny-gemma3", DType::PQ4, 6e-2}),
     [](const auto& info) { return info.param.preset.substr(5) + "_" + std::string(dtype_name(info.param.type)); });
 
 TEST(Forward, ResultsAreIdenticalForOneAndTwoThreads) {
-  auto file = synthetic("tiny-qwen3", DType::PQ4);
+  auto file = forward_model("tiny-qwen3", DType::PQ4);
   Model model(file);
   const int V = model.config().vocab_size;
   auto tokens = some_tokens(150, V, 9);  // more than one prefill batch
@@ -114,7 +110,7 @@ TEST(Forward, ResultsAreIdenticalForOneAndTwoThreads) {
 
 TEST(Forward, SplitPrefillEqualsOneBatch) {
   // Prompts longer than kMaxBatch are split; the logits must not care.
-  auto file = synthetic("tiny-qwen2", DType::F32);
+  auto file = forward_model("tiny-qwen2", DType::F32);
   Model model(file);
   const int V = model.config().vocab_size;
   auto tokens = some_tokens(Model::kMaxBatch + 20, V, 4);
@@ -128,7 +124,7 @@ TEST(Forward, SplitPrefillEqualsOneBatch) {
 }
 
 TEST(Forward, ContextLimitIsAClearError) {
-  auto file = synthetic("tiny-llama", DType::F32);
+  auto file = forward_model("tiny-llama", DType::F32);
   Model model(file);
   ThreadPool pool(1);
   Context ctx(model.config(), 8);
@@ -146,7 +142,7 @@ TEST(Forward, ContextLimitIsAClearError) {
 
 TEST(Forward, KVCacheRollbackRecomputesIdentically) {
   // Speculative decoding will truncate the cache to the accepted length.
-  auto file = synthetic("tiny-qwen3", DType::F32);
+  auto file = forward_model("tiny-qwen3", DType::F32);
   Model model(file);
   const int V = model.config().vocab_size;
   auto tokens = some_tokens(20, V, 2);
@@ -170,7 +166,7 @@ TEST(Forward, SlidingWindowCacheShiftsAndStillMatchesTheReference) {
   // qemu-x86_64. The shifting is KVCache's (ISA-independent); the windowed
   // attention kernels of every level run in the shorter tiny-gemma3 tests.
   POCKET_SKIP_WHEN_EMULATED("the cache shift is ISA-independent; the release stage runs it");
-  auto file = synthetic("tiny-gemma3", DType::F32);
+  auto file = forward_model("tiny-gemma3", DType::F32);
   ReferenceModel ref(*file);
   Model model(file);
   const ModelConfig& cfg = model.config();
@@ -199,7 +195,7 @@ TEST(Forward, SlidingWindowRollbackWithinTheMarginAndClearErrorsBelowIt) {
   // 600 float tokens take two minutes under qemu; the window shift itself
   // runs per level in SlidingWindowCacheShiftsAndStillMatchesTheReference.
   POCKET_SKIP_WHEN_EMULATED("the rollback bookkeeping is ISA-independent");
-  auto file = synthetic("tiny-gemma3", DType::F32);
+  auto file = forward_model("tiny-gemma3", DType::F32);
   Model model(file);
   const int V = model.config().vocab_size;
   auto tokens = some_tokens(600, V, 3);

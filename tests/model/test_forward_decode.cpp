@@ -7,26 +7,23 @@
 #include "common/test_util.h"
 #include "model/model.h"
 #include "model/synthetic.h"
+#include "synthetic_model.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
 namespace pocket {
 namespace {
 
-std::shared_ptr<const ModelFile> synthetic(const std::string& preset, DType type) {
-  SyntheticSpec spec;
-  spec.config = preset_config(preset);
-  spec.weight_type = spec.embed_type = spec.head_type = type;
-  spec.seed = 7;
-  return std::make_shared<ModelFile>(make_synthetic_model(spec));
+std::shared_ptr<const ModelFile> decode_model(const std::string& preset, DType type) {
+  return test::synthetic_model(preset, type, 7);
 }
 
-struct Case {
+struct DecodeCase {
   std::string preset;
   DType type;
   float tol = 0;  // largest |difference| of a logit allowed
 };
-class ForwardDecode : public ::testing::TestWithParam<Case> {};
+class ForwardDecode : public ::testing::TestWithParam<DecodeCase> {};
 
 // Four contexts at different lengths (different prompts) take three decode
 // steps together; the same contexts rebuilt and stepped one at a time must
@@ -35,8 +32,8 @@ class ForwardDecode : public ::testing::TestWithParam<Case> {};
 // f32/f16 weights: each row's matmul, norms and attention are the same
 // operations on the same values whatever the other rows are.
 TEST_P(ForwardDecode, LogitsEqualOneContextAtATime) {
-  const Case& tc = GetParam();
-  auto file = synthetic(tc.preset, tc.type);
+  const DecodeCase& tc = GetParam();
+  auto file = decode_model(tc.preset, tc.type);
   Model model(file);
   const int V = model.config().vocab_size, n_ctx = 64, rows = 4;
   ThreadPool pool(2);
@@ -68,16 +65,16 @@ TEST_P(ForwardDecode, LogitsEqualOneContextAtATime) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, ForwardDecode,
-                         ::testing::Values(Case{"tiny-qwen3", DType::F32}, Case{"tiny-qwen3", DType::PQ4},
-                                           Case{"tiny-qwen3", DType::Q8_0, 0.0f}, Case{"tiny-llama", DType::PQ8},
-                                           Case{"tiny-qwen2", DType::Q4_0},
-                                           Case{"tiny-gemma3", DType::F16}),
+                         ::testing::Values(DecodeCase{"tiny-qwen3", DType::F32}, DecodeCase{"tiny-qwen3", DType::PQ4},
+                                           DecodeCase{"tiny-qwen3", DType::Q8_0, 0.0f}, DecodeCase{"tiny-llama", DType::PQ8},
+                                           DecodeCase{"tiny-qwen2", DType::Q4_0},
+                                           DecodeCase{"tiny-gemma3", DType::F16}),
                          [](const auto& info) {
                            return info.param.preset.substr(5) + "_" + std::to_string(info.index);
                          });
 
 TEST(ForwardDecodeErrors, MismatchedFullAndRepeatedContextsAreClearErrors) {
-  auto file = synthetic("tiny-qwen3", DType::F32);
+  auto file = decode_model("tiny-qwen3", DType::F32);
   Model model(file);
   ThreadPool pool(1);
   Context a(model.config(), 2), b(model.config(), 8);

@@ -29,7 +29,7 @@ json reference(const std::string& name) {
   return json::parse(read_text_file(test::test_data_dir() + "/gemma3/" + name));
 }
 
-int argmax(const float* v, int n) { return static_cast<int>(std::max_element(v, v + n) - v); }
+using test::argmax;
 
 // Compares logits with a reference's top-k [[id, logit], ...]: every listed
 // logit within `tol`, and the same argmax wherever the reference's first

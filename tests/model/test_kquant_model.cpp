@@ -103,7 +103,7 @@ std::vector<float> reference_logits(const ModelFile& f, const std::vector<int32_
   return all;
 }
 
-struct Case {
+struct KQuantCase {
   const char* name;
   DType type;
   bool mix;
@@ -111,7 +111,7 @@ struct Case {
   double tol = 2e-3;  // against the reference on the same file, relative to the logit scale
 };
 
-class KQuantModel : public ::testing::TestWithParam<Case> {};
+class KQuantModel : public ::testing::TestWithParam<KQuantCase> {};
 
 // Tolerance against the reference on the same file: both dequantize the same
 // weights with the same code. For types without a SIMD kernel the fast
@@ -122,7 +122,7 @@ class KQuantModel : public ::testing::TestWithParam<Case> {};
 // quantize the activations to int8 blocks first: 6e-2 as for Q4_0 / Q8_0 in
 // test_forward.cpp (measured 1.3-1.8e-2 for the three 32-blocks).
 TEST_P(KQuantModel, FastForwardMatchesTheReferenceOnTheSameFile) {
-  const Case& c = GetParam();
+  const KQuantCase& c = GetParam();
   auto files = write_kquant_gguf(c.type, c.mix);
   auto file = std::make_shared<const ModelFile>(open_model(files->path));
   for (const auto& [name, t] : file->tensors) {
@@ -284,11 +284,11 @@ INSTANTIATE_TEST_SUITE_P(
     Types, KQuantModel,
     // Measured: mixed 0.952, Q2_K 0.399, Q3_K 0.726, Q4_K 0.936, Q5_K 0.986, Q6_K 0.9965,
     // Q8_K 0.9997, Q4_1 0.944, Q5_0 0.981, Q5_1 0.986.
-    ::testing::Values(Case{"Mixed", DType::Q4_K, true, 0.9, 6e-2}, Case{"Q2_K", DType::Q2_K, false, 0.2},
-                      Case{"Q3_K", DType::Q3_K, false, 0.45}, Case{"Q4_K", DType::Q4_K, false, 0.87, 6e-2},
-                      Case{"Q5_K", DType::Q5_K, false, 0.97, 6e-2}, Case{"Q6_K", DType::Q6_K, false, 0.993, 6e-2},
-                      Case{"Q8_K", DType::Q8_K, false, 0.9994}, Case{"Q4_1", DType::Q4_1, false, 0.89, 6e-2},
-                      Case{"Q5_0", DType::Q5_0, false, 0.96, 6e-2}, Case{"Q5_1", DType::Q5_1, false, 0.97, 6e-2}),
+    ::testing::Values(KQuantCase{"Mixed", DType::Q4_K, true, 0.9, 6e-2}, KQuantCase{"Q2_K", DType::Q2_K, false, 0.2},
+                      KQuantCase{"Q3_K", DType::Q3_K, false, 0.45}, KQuantCase{"Q4_K", DType::Q4_K, false, 0.87, 6e-2},
+                      KQuantCase{"Q5_K", DType::Q5_K, false, 0.97, 6e-2}, KQuantCase{"Q6_K", DType::Q6_K, false, 0.993, 6e-2},
+                      KQuantCase{"Q8_K", DType::Q8_K, false, 0.9994}, KQuantCase{"Q4_1", DType::Q4_1, false, 0.89, 6e-2},
+                      KQuantCase{"Q5_0", DType::Q5_0, false, 0.96, 6e-2}, KQuantCase{"Q5_1", DType::Q5_1, false, 0.97, 6e-2}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

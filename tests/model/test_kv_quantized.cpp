@@ -13,6 +13,7 @@
 #include "common/test_util.h"
 #include "model/model.h"
 #include "model/synthetic.h"
+#include "synthetic_model.h"
 #include "runtime/loader.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -24,12 +25,7 @@ struct Divergence {
   double kl_mean = 0, kl_max = 0, top1 = 0;
 };
 
-double log_sum_exp(const float* x, int n) {
-  const float mx = *std::max_element(x, x + n);
-  double z = 0;
-  for (int i = 0; i < n; ++i) z += std::exp(double(x[i]) - mx);
-  return mx + std::log(z);
-}
+using test::log_sum_exp;
 
 // Every position's logits with an f16 cache and with a `kv` cache (one
 // prefill batch after a head, then one token at a time, so both the batched
@@ -96,12 +92,8 @@ TEST(KvQ4, LogitsStayCloseToTheF16CacheOnStories) {
   EXPECT_GT(d.kl_mean, 0.0) << "the q4 cache should not be exact";
 }
 
-std::shared_ptr<const ModelFile> synthetic(const std::string& preset) {
-  SyntheticSpec spec;
-  spec.config = preset_config(preset);
-  spec.weight_type = spec.embed_type = spec.head_type = DType::F32;
-  spec.seed = 5;
-  return std::make_shared<ModelFile>(make_synthetic_model(spec));
+std::shared_ptr<const ModelFile> f32_model(const std::string& preset) {
+  return test::synthetic_model(preset, DType::F32, 5);
 }
 
 // Random weights give flat distributions, so the bounds are on KL only
@@ -110,7 +102,7 @@ std::shared_ptr<const ModelFile> synthetic(const std::string& preset) {
 TEST(KvQ8, LogitsStayCloseOnRandomShapesWithSlidingWindows) {
   for (const char* preset : {"tiny-qwen3", "tiny-gemma3"}) {
     SCOPED_TRACE(preset);
-    Model model(synthetic(preset));
+    Model model(f32_model(preset));
     const int n = 60;  // past tiny-gemma3's window of 8 and its local layers' slots
     const Divergence d = compare(model, test::some_tokens(n, model.config().vocab_size, 3), 20, KVType::Q8);
     EXPECT_LT(d.kl_mean, 6e-4);
@@ -124,7 +116,7 @@ TEST(KvQ8, LogitsStayCloseOnRandomShapesWithSlidingWindows) {
 TEST(KvQ4, LogitsStayCloseOnRandomShapesWithSlidingWindows) {
   for (const char* preset : {"tiny-qwen3", "tiny-gemma3"}) {
     SCOPED_TRACE(preset);
-    Model model(synthetic(preset));
+    Model model(f32_model(preset));
     const int n = 60;
     const Divergence d = compare(model, test::some_tokens(n, model.config().vocab_size, 3), 20, KVType::Q4);
     EXPECT_LT(d.kl_mean, 6e-2);
@@ -139,7 +131,7 @@ TEST(KvQ4, LogitsStayCloseOnRandomShapesWithSlidingWindows) {
 void check_rollback(KVType kv) {
   for (const char* preset : {"tiny-qwen3", "tiny-gemma3"}) {
     SCOPED_TRACE(preset);
-    Model model(synthetic(preset));
+    Model model(f32_model(preset));
     const int V = model.config().vocab_size;
     ThreadPool pool(test::emulated() ? 1 : 2);
     const auto head = test::some_tokens(30, V, 1), wrong = test::some_tokens(6, V, 2), right = test::some_tokens(5, V, 3);

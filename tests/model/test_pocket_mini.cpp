@@ -32,14 +32,8 @@ std::string golden_path() { return test::test_data_dir() + "/pocket-mini/transfo
   if (!std::filesystem::exists(mini_folder() + "/config.json") || !std::filesystem::exists(golden_path()))      \
   GTEST_SKIP() << "pocket-mini or its golden is not in the tree (models/pocket-mini, " << golden_path() << ")"
 
-int argmax(const float* v, int n) { return static_cast<int>(std::max_element(v, v + n) - v); }
-
-double log_sum_exp(const float* v, int n) {
-  const double m = *std::max_element(v, v + n);
-  double s = 0.0;
-  for (int i = 0; i < n; ++i) s += std::exp(static_cast<double>(v[i]) - m);
-  return m + std::log(s);
-}
+using test::argmax;
+using test::log_sum_exp;
 
 // Every listed logit within tol, the log-sum-exp within tol, and the same
 // argmax where the reference's first two are more than 2 * tol apart.

@@ -23,7 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-std::string gpt2_small() { return test::test_data_dir() + "/tokenizer/gpt2_small/tokenizer.json"; }
 
 void write(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
@@ -97,10 +96,10 @@ TEST(PruneCommand, ATokenizerFileGivesAFileAndAMapBesideIt) {
   o.corpus = {dir.file("corpus.txt")};
   o.keep_tokens = dir.file("keep.txt");
   o.min_count = 1;
-  const auto r = prune::prune_vocab(gpt2_small(), dir.file("small.json"), o);
+  const auto r = prune::prune_vocab(test::gpt2_small_tokenizer(), dir.file("small.json"), o);
   EXPECT_EQ(r.map_path, dir.file("small.vocab_map.json"));
   EXPECT_TRUE(fs::exists(r.map_path));
-  const Vocab before = vocab_from_hf_json(gpt2_small(), "", nullptr);
+  const Vocab before = vocab_from_hf_json(test::gpt2_small_tokenizer(), "", nullptr);
   const Vocab after = vocab_from_hf_json(dir.file("small.json"), "", nullptr);
   EXPECT_EQ(static_cast<int64_t>(after.tokens.size()), r.vocab_after);
   EXPECT_LT(after.tokens.size(), 400u);  // --min-count 1: only what the corpus and the keep list use
@@ -117,7 +116,7 @@ TEST(PruneCommand, ATokenizerFileGivesAFileAndAMapBesideIt) {
 TEST(PruneCommand, NeverOverwritesTheInput) {
   test::TempDir dir;
   write(dir.file("corpus.txt"), "hello\n");
-  fs::copy_file(gpt2_small(), dir.file("tokenizer.json"));
+  fs::copy_file(test::gpt2_small_tokenizer(), dir.file("tokenizer.json"));
   const std::string original = read_text_file(dir.file("tokenizer.json"));
   prune::PruneOptions o;
   o.keep = 400;
@@ -153,16 +152,16 @@ TEST(PruneCommand, BadInputIsAClearError) {
   prune::PruneOptions o;
   o.keep = 400;
   o.corpus = {dir.file("latin1.txt")};
-  EXPECT_NE(error_of([&] { prune::prune_vocab(gpt2_small(), dir.file("a.json"), o); })
+  EXPECT_NE(error_of([&] { prune::prune_vocab(test::gpt2_small_tokenizer(), dir.file("a.json"), o); })
                 .find("latin1.txt: not UTF-8: invalid byte 0xe9 at line 2"),
             std::string::npos);
   o.corpus = {dir.file("good.txt")};
   o.keep = 100;
-  EXPECT_NE(error_of([&] { prune::prune_vocab(gpt2_small(), dir.file("a.json"), o); })
+  EXPECT_NE(error_of([&] { prune::prune_vocab(test::gpt2_small_tokenizer(), dir.file("a.json"), o); })
                 .find("--keep 100 is smaller than the mandatory set: 257"),
             std::string::npos);
   o.keep = 400;
-  json wp = json::parse(read_text_file(gpt2_small()));
+  json wp = json::parse(read_text_file(test::gpt2_small_tokenizer()));
   wp["model"]["type"] = "WordPiece";
   write(dir.file("wordpiece.json"), wp.dump());
   EXPECT_NE(error_of([&] { prune::prune_vocab(dir.file("wordpiece.json"), dir.file("a.json"), o); })

@@ -26,11 +26,7 @@
 namespace pocket {
 namespace {
 
-std::vector<int32_t> mapped(const std::vector<int32_t>& ids, const std::vector<int32_t>& old_to_new) {
-  std::vector<int32_t> out;
-  for (int32_t id : ids) out.push_back(old_to_new[static_cast<size_t>(id)]);
-  return out;
-}
+using test::mapped;
 
 // The first `n` documents of a corpus file.
 prune::Corpus head(const std::string& name, size_t n) {

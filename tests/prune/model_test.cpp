@@ -32,7 +32,6 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-std::string gpt2_small() { return test::test_data_dir() + "/tokenizer/gpt2_small/tokenizer.json"; }
 const char* kText = "the quick brown fox jumps over the lazy dog. Hello world, this is the test of the day.";
 
 std::vector<float> logits_for(const std::shared_ptr<const ModelFile>& f, const std::vector<int32_t>& tokens) {
@@ -48,7 +47,7 @@ std::string make_pocket(const test::TempDir& dir, const std::string& preset, DTy
   convert::CreateOptions o;
   o.preset = preset;
   o.weights = weights;
-  o.tokenizer = gpt2_small();
+  o.tokenizer = test::gpt2_small_tokenizer();
   const std::string path = dir.file(preset + "-" + std::string(dtype_name(weights)) + ".pocket");
   convert::create_model(o, path);
   return path;
@@ -90,7 +89,7 @@ std::string make_hf(const test::TempDir& dir, const std::string& pocket, bool sh
   } else {
     write_safetensors(hf + "/model.safetensors", views);
   }
-  fs::copy_file(gpt2_small(), hf + "/tokenizer.json");
+  fs::copy_file(test::gpt2_small_tokenizer(), hf + "/tokenizer.json");
   std::ofstream(hf + "/config.json") << json{{"architectures", {c.arch == Arch::Qwen3 ? "Qwen3ForCausalLM" : "Qwen2ForCausalLM"}},
                                              {"hidden_size", c.dim},
                                              {"intermediate_size", c.hidden_dim},

@@ -29,4 +29,11 @@ struct PrunedQwen3 {
 // Qwen3 pruned to 24,000 tokens counted on train_en and 1/8 of train_zh.
 const PrunedQwen3& pruned_qwen3();
 
+// `ids` renumbered through a pruning's old-to-new table.
+inline std::vector<int32_t> mapped(const std::vector<int32_t>& ids, const std::vector<int32_t>& old_to_new) {
+  std::vector<int32_t> out;
+  for (int32_t id : ids) out.push_back(old_to_new[static_cast<size_t>(id)]);
+  return out;
+}
+
 }  // namespace pocket::test

@@ -18,11 +18,7 @@ namespace {
 
 using test::pruned_qwen3;
 
-std::vector<int32_t> mapped(const std::vector<int32_t>& ids, const std::vector<int32_t>& old_to_new) {
-  std::vector<int32_t> out;
-  for (int32_t id : ids) out.push_back(old_to_new[static_cast<size_t>(id)]);
-  return out;
-}
+using test::mapped;
 
 TEST(PruneQwen3, KeepsTheBudgetAndEveryMandatoryToken) {
   const auto& p = pruned_qwen3();

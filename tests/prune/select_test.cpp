@@ -42,7 +42,7 @@ Vocab make_vocab(const std::vector<std::string>& extra, const std::vector<std::p
   return v;
 }
 
-int32_t id_of(const Vocab& v, std::string_view raw) {
+int32_t id_of_text(const Vocab& v, std::string_view raw) {
   const std::string p = piece(raw);
   for (size_t i = 0; i < v.tokens.size(); ++i)
     if (v.tokens[i] == p) return static_cast<int32_t>(i);
@@ -58,12 +58,12 @@ Vocab two_ways_vocab() {
 TEST(PruneSelect, ParentsAreTheLastMergeBpeApplies) {
   const Vocab v = two_ways_vocab();
   const auto parents = prune::bpe_parents(v);
-  const std::array<int32_t, 2> a_bc{id_of(v, "a"), id_of(v, "bc")};
-  EXPECT_EQ(parents[id_of(v, "abc")], a_bc);
-  const std::array<int32_t, 2> a_b{id_of(v, "a"), id_of(v, "b")};
-  EXPECT_EQ(parents[id_of(v, "ab")], a_b);
+  const std::array<int32_t, 2> a_bc{id_of_text(v, "a"), id_of_text(v, "bc")};
+  EXPECT_EQ(parents[id_of_text(v, "abc")], a_bc);
+  const std::array<int32_t, 2> a_b{id_of_text(v, "a"), id_of_text(v, "b")};
+  EXPECT_EQ(parents[id_of_text(v, "ab")], a_b);
   const std::array<int32_t, 2> none{-1, -1};
-  EXPECT_EQ(parents[id_of(v, "a")], none);
+  EXPECT_EQ(parents[id_of_text(v, "a")], none);
   EXPECT_EQ(parents[v.eos_id], none);
 }
 
@@ -71,38 +71,38 @@ TEST(PruneSelect, ClosedUnderAncestryAndCountedInTheBudget) {
   const Vocab v = two_ways_vocab();
   const auto parents = prune::bpe_parents(v);
   std::vector<uint64_t> counts(v.tokens.size(), 0);
-  counts[id_of(v, "abc")] = 100;  // its parent "bc" is never a final token
-  counts[id_of(v, "ab")] = 50;
-  counts[id_of(v, "xy")] = 10;
+  counts[id_of_text(v, "abc")] = 100;  // its parent "bc" is never a final token
+  counts[id_of_text(v, "ab")] = 50;
+  counts[id_of_text(v, "xy")] = 10;
   prune::SelectOptions so;
   so.keep = 257 + 2;  // bytes + <|end|>, then room for abc with bc only
   so.min_count = 1;
   const auto sel = prune::select_tokens(v, parents, counts, so);
   EXPECT_EQ(sel.mandatory, 257);
   EXPECT_EQ(sel.total, 259);
-  EXPECT_TRUE(sel.kept[id_of(v, "abc")]);
-  EXPECT_TRUE(sel.kept[id_of(v, "bc")]);
-  EXPECT_FALSE(sel.kept[id_of(v, "ab")]);  // no room left
-  EXPECT_FALSE(sel.kept[id_of(v, "xy")]);
+  EXPECT_TRUE(sel.kept[id_of_text(v, "abc")]);
+  EXPECT_TRUE(sel.kept[id_of_text(v, "bc")]);
+  EXPECT_FALSE(sel.kept[id_of_text(v, "ab")]);  // no room left
+  EXPECT_FALSE(sel.kept[id_of_text(v, "xy")]);
   // One more slot: "ab" (count 50) fits before "xy" (count 10).
   so.keep = 260;
   const auto sel2 = prune::select_tokens(v, parents, counts, so);
-  EXPECT_TRUE(sel2.kept[id_of(v, "ab")]);
-  EXPECT_FALSE(sel2.kept[id_of(v, "xy")]);
+  EXPECT_TRUE(sel2.kept[id_of_text(v, "ab")]);
+  EXPECT_FALSE(sel2.kept[id_of_text(v, "xy")]);
 }
 
 TEST(PruneSelect, ATokenWhoseAncestorsDoNotFitIsSkipped) {
   const Vocab v = two_ways_vocab();
   std::vector<uint64_t> counts(v.tokens.size(), 0);
-  counts[id_of(v, "abc")] = 100;  // needs 2 slots
-  counts[id_of(v, "xy")] = 10;    // needs 1
+  counts[id_of_text(v, "abc")] = 100;  // needs 2 slots
+  counts[id_of_text(v, "xy")] = 10;    // needs 1
   prune::SelectOptions so;
   so.keep = 258;
   so.min_count = 1;
   const auto sel = prune::select_tokens(v, prune::bpe_parents(v), counts, so);
-  EXPECT_FALSE(sel.kept[id_of(v, "abc")]);
-  EXPECT_FALSE(sel.kept[id_of(v, "bc")]);
-  EXPECT_TRUE(sel.kept[id_of(v, "xy")]);
+  EXPECT_FALSE(sel.kept[id_of_text(v, "abc")]);
+  EXPECT_FALSE(sel.kept[id_of_text(v, "bc")]);
+  EXPECT_TRUE(sel.kept[id_of_text(v, "xy")]);
   EXPECT_EQ(sel.total, 258);
 }
 
@@ -121,7 +121,7 @@ TEST(PruneSelect, KeepSmallerThanTheMandatorySetIsAClearError) {
   const Vocab v = two_ways_vocab();
   prune::SelectOptions so;
   so.keep = 200;
-  so.must_keep = {id_of(v, "abc")};
+  so.must_keep = {id_of_text(v, "abc")};
   try {
     prune::select_tokens(v, prune::bpe_parents(v), std::vector<uint64_t>(v.tokens.size(), 0), so);
     FAIL() << "no error";
@@ -134,7 +134,7 @@ TEST(PruneSelect, KeepSmallerThanTheMandatorySetIsAClearError) {
 TEST(PruneSelect, MergesSurviveOnlyWithBothPartsAndTheResult) {
   const Vocab v = two_ways_vocab();
   std::vector<uint8_t> kept(v.tokens.size(), 1);
-  kept[id_of(v, "ab")] = 0;
+  kept[id_of_text(v, "ab")] = 0;
   const auto p = prune::apply_selection(v, kept);
   ASSERT_EQ(p.vocab.merges.size(), 3u);
   EXPECT_EQ(p.vocab.merges[0], std::make_pair(piece("b"), piece("c")));
@@ -143,16 +143,16 @@ TEST(PruneSelect, MergesSurviveOnlyWithBothPartsAndTheResult) {
   EXPECT_EQ((std::vector<uint8_t>{1, 0, 0, 1, 1}), p.merge_kept);
   // Ids are dense, in the original order; the control token follows.
   EXPECT_EQ(p.vocab.tokens.size(), v.tokens.size() - 1);
-  EXPECT_EQ(p.old_to_new[id_of(v, "ab")], -1);
-  EXPECT_EQ(p.old_to_new[id_of(v, "abc")], id_of(v, "abc") - 1);
+  EXPECT_EQ(p.old_to_new[id_of_text(v, "ab")], -1);
+  EXPECT_EQ(p.old_to_new[id_of_text(v, "abc")], id_of_text(v, "abc") - 1);
   EXPECT_EQ(p.vocab.eos_id, v.eos_id - 1);
   for (size_t n = 0; n < p.new_to_old.size(); ++n) EXPECT_EQ(p.old_to_new[p.new_to_old[n]], static_cast<int32_t>(n));
   // Text whose tokens are kept encodes the same; "ab" falls back to bytes.
   auto before = Tokenizer::create(v);
   auto after = Tokenizer::create(p.vocab);
-  EXPECT_EQ(after->encode("abc xy"), (std::vector<int32_t>{p.old_to_new[id_of(v, "abc")], p.old_to_new[' '],
-                                                           p.old_to_new[id_of(v, "xy")]}));
-  EXPECT_EQ(before->encode("ab"), (std::vector<int32_t>{id_of(v, "ab")}));
+  EXPECT_EQ(after->encode("abc xy"), (std::vector<int32_t>{p.old_to_new[id_of_text(v, "abc")], p.old_to_new[' '],
+                                                           p.old_to_new[id_of_text(v, "xy")]}));
+  EXPECT_EQ(before->encode("ab"), (std::vector<int32_t>{id_of_text(v, "ab")}));
   EXPECT_EQ(after->encode("ab"), (std::vector<int32_t>{'a', 'b'}));
   // The map file says the same.
   const auto map = nlohmann::json::parse(prune::id_map_json(p));

@@ -62,11 +62,7 @@ Vocab abc_vocab() {
                    {"xy", -5}, {kSpace + "a", -6}, {kSpace + "ab", -7}});
 }
 
-std::vector<int32_t> mapped(const std::vector<int32_t>& ids, const std::vector<int32_t>& old_to_new) {
-  std::vector<int32_t> out;
-  for (int32_t id : ids) out.push_back(old_to_new[static_cast<size_t>(id)]);
-  return out;
-}
+using test::mapped;
 
 TEST(PruneSentencePiece, ParentsAreTheLastMergeByScore) {
   const Vocab v = abc_vocab();

@@ -3,9 +3,18 @@
 #pragma once
 #include "common/test_util.h"
 #include "convert/create_model.h"
+#include "generate/session.h"
 #include "runtime/loader.h"
 
 namespace pocket::test {
+
+// Greedy decoding (temperature 0) of up to n tokens.
+inline GenerateOptions greedy(int n) {
+  GenerateOptions o;
+  o.max_tokens = n;
+  o.sampling.temperature = 0;
+  return o;
+}
 
 inline const LoadedModel& stories() {
   static LoadedModel m = load_model(stories_model());

@@ -30,11 +30,11 @@ namespace {
 
 using test::Draft;
 using test::prompt_tokens;
-const LoadedModel& target() { return test::dflash_target(); }
+using test::dflash_target;
 
 // A random-weight draft for the target, written into `dir` and loaded.
 std::shared_ptr<const DFlashDraft> random_draft(const test::TempDir& dir, uint64_t seed) {
-  const ModelConfig& c = target().model->config();
+  const ModelConfig& c = dflash_target().model->config();
   Draft d(c.dim, seed);
   d.write(dir.path(), c.dim);
   return std::make_shared<const DFlashDraft>(dir.path(), c);
@@ -50,7 +50,7 @@ using test::Vec;
 // a position ran in prefill or one token at a time, and the last layer's tap
 // through the final norm and head gives the logits.
 TEST(DFlash, HiddenTapsAreBatchInvariantAndTheLastOneGivesTheLogits) {
-  const LoadedModel& m = target();
+  const LoadedModel& m = dflash_target();
   const ModelConfig& c = m.model->config();
   const auto in = prompt_tokens(12, 5);
   Session s(m.model, m.tokenizer, 64, 2);
@@ -78,7 +78,7 @@ TEST(DFlash, HiddenTapsAreBatchInvariantAndTheLastOneGivesTheLogits) {
 // have zero taps, not the rows an earlier prompt left in the buffer (nor
 // uninitialized memory).
 TEST(DFlash, TapsOfALoadedStateAreZerosNotAnEarlierPromptsRows) {
-  const LoadedModel& m = target();
+  const LoadedModel& m = dflash_target();
   const ModelConfig& c = m.model->config();
   test::TempDir dir;
   const std::string path = dir.path() + "/s.state";
@@ -100,7 +100,7 @@ TEST(DFlash, TapsOfALoadedStateAreZerosNotAnEarlierPromptsRows) {
 // absolute on logits of magnitude ~1: float32 accumulation only; the draft
 // and target weights are f32), at several context lengths.
 TEST(DFlash, DraftLogitsMatchTheFloat64Reference) {
-  const LoadedModel& m = target();
+  const LoadedModel& m = dflash_target();
   const ModelConfig& c = m.model->config();
   test::TempDir dir;
   Draft d(c.dim);
@@ -134,7 +134,7 @@ TEST(DFlash, DraftLogitsMatchTheFloat64Reference) {
 // greedy decoding, over several prompts and block sizes, also under a
 // constraint.
 TEST(DFlash, GreedySpeculativeOutputEqualsPlain) {
-  const LoadedModel& m = target();
+  const LoadedModel& m = dflash_target();
   test::TempDir dir;
   auto draft = random_draft(dir, 11);
   Session s(m.model, m.tokenizer, 96, test::emulated() ? 1 : 2);  // threads spin badly under qemu
@@ -164,7 +164,7 @@ TEST(DFlash, GreedySpeculativeOutputEqualsPlain) {
 // drafting on every 5th step only equals plain. Fails if a paused step
 // skipped the taps a later catch-up reads.
 TEST(DFlash, DraftingResumedAfterAPauseCatchesUpAndStaysLossless) {
-  const LoadedModel& m = target();
+  const LoadedModel& m = dflash_target();
   test::TempDir dir;
   auto draft = random_draft(dir, 23);
   const int threads = test::emulated() ? 1 : 2;
@@ -331,7 +331,7 @@ TEST(DFlash, TrainedPocketMiniDraftIsLosslessAndAccepted) {
 }
 
 TEST(DFlash, BadDraftFilesGetOneClearError) {
-  const LoadedModel& m = target();
+  const LoadedModel& m = dflash_target();
   const ModelConfig& c = m.model->config();
   auto expect_error = [&](const Draft& d, const std::string& drop, const std::string& extra, int H, const std::string& says) {
     test::TempDir dir;
@@ -387,7 +387,7 @@ using test::max_diff;
 // damaged files get a clear error.
 TEST(DFlash, PocketDraftFileMatchesTheFolder) {
   POCKET_SKIP_WHEN_EMULATED("conversion is ISA-independent and the PQ kernels are tested per level");
-  const LoadedModel& m = target();
+  const LoadedModel& m = dflash_target();
   const ModelConfig& c = m.model->config();
   test::TempDir dir;
   Draft d(c.dim, 13);

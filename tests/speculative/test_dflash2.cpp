@@ -27,7 +27,7 @@ namespace {
 
 using test::Draft;
 using test::prompt_tokens;
-const LoadedModel& target() { return test::dflash_target(); }
+using test::dflash_target;
 
 Draft dflash2_draft(int H, uint64_t seed) {
   Draft d;
@@ -44,7 +44,7 @@ Draft dflash2_draft(int H, uint64_t seed) {
 // score leads the next contender by 0.02 or less.
 TEST(DFlash2, DraftLogitsAndSelectionMatchTheFloat64Reference) {
   POCKET_SKIP_WHEN_EMULATED("float64 reference; the conv and selector are plain C++ and the matmuls are tested per level");
-  const LoadedModel& m = target();
+  const LoadedModel& m = dflash_target();
   const ModelConfig& c = m.model->config();
   int rescored = 0, compared = 0;
   for (int shape = 0; shape < 2; ++shape) {
@@ -100,7 +100,7 @@ TEST(DFlash2, DraftLogitsAndSelectionMatchTheFloat64Reference) {
 // (the generic check of sampling_check.h).
 TEST(DFlash2, SpeculativeOutputEqualsPlain) {
   POCKET_SKIP_WHEN_EMULATED("DFlash2's own code is ISA-independent C++; DFlash's greedy test covers the emulated kernels");
-  const LoadedModel& m = target();
+  const LoadedModel& m = dflash_target();
   const ModelConfig& c = m.model->config();
   test::TempDir dir;
   const Draft d = dflash2_draft(c.dim, 41);
@@ -147,7 +147,7 @@ TEST(DFlash2, SpeculativeOutputEqualsPlain) {
 // GGUF settings get one clear error.
 TEST(DFlash2, GgufDraftsGiveTheFolderLogits) {
   POCKET_SKIP_WHEN_EMULATED("the GGUF mapping is ISA-independent");
-  const LoadedModel& m = target();
+  const LoadedModel& m = dflash_target();
   const ModelConfig& c = m.model->config();
   Session s(m.model, m.tokenizer, 64, 2);
   const std::vector<std::vector<int32_t>> histories = {prompt_tokens(2, 81), prompt_tokens(9, 83)};
@@ -218,7 +218,7 @@ TEST(DFlash2, GgufDraftsGiveTheFolderLogits) {
 // with the PQ8 draft equals plain decoding.
 TEST(DFlash2, PocketDraftFileCarriesDflash2) {
   POCKET_SKIP_WHEN_EMULATED("conversion is ISA-independent and the PQ kernels are tested per level");
-  const LoadedModel& m = target();
+  const LoadedModel& m = dflash_target();
   const ModelConfig& c = m.model->config();
   test::TempDir dir;
   const Draft d = dflash2_draft(c.dim, 59);
@@ -307,7 +307,7 @@ TEST(DFlashLive, DraftsMatchTheNumpyReference) {
 
 // Hostile DFlash2 configs and tensors: one clear error each.
 TEST(DFlash2, BadDraftsGetOneClearError) {
-  const LoadedModel& m = target();
+  const LoadedModel& m = dflash_target();
   const ModelConfig& c = m.model->config();
   const Draft d = dflash2_draft(c.dim, 61);
   // The folder of `d` with `from` replaced by `to` in config.json (or the

@@ -26,7 +26,7 @@ LoadedModel tiny_qwen3(const test::TempDir& dir, DType weights) {
   return load_model(path);
 }
 
-GenerateOptions greedy(int n) {
+GenerateOptions greedy_through_eos(int n) {
   GenerateOptions o;
   o.max_tokens = n;
   o.sampling.temperature = 0;
@@ -45,15 +45,15 @@ TEST(ModelDrafter, IdenticalDraftIsAlwaysAcceptedAndADifferentOneIsLossless) {
   for (int i = 0; i < (emulated ? 2 : 4); ++i) {
     const auto in = test::some_tokens(3 + 5 * i, 290, 60 + static_cast<uint64_t>(i));
     s.reset();
-    const auto want = s.generate(in, greedy(40));
+    const auto want = s.generate(in, greedy_through_eos(40));
     for (int k : {3, 8}) {
       SpeculativeStats st;
       s.reset();
-      EXPECT_EQ(generate_speculative(s, same, in, greedy(40), {k, false}, {}, &st).tokens, want.tokens) << i << " " << k;
+      EXPECT_EQ(generate_speculative(s, same, in, greedy_through_eos(40), {k, false}, {}, &st).tokens, want.tokens) << i << " " << k;
       EXPECT_EQ(st.accepted, st.drafted) << "an identical draft out of step with the target at prompt " << i;
       EXPECT_GT(st.drafted, 0);
       s.reset();
-      EXPECT_EQ(generate_speculative(s, other, in, greedy(40), {k, false}, {}, &st).tokens, want.tokens) << i << " " << k;
+      EXPECT_EQ(generate_speculative(s, other, in, greedy_through_eos(40), {k, false}, {}, &st).tokens, want.tokens) << i << " " << k;
       other_drafted += st.drafted;
       other_accepted += st.accepted;
     }
@@ -84,11 +84,11 @@ TEST(ModelDrafter, TreesKeepGreedyOutputAndBranchAtTheFirstPositions) {
   for (int i = 0; i < (emulated ? 1 : 4); ++i) {
     const auto in = test::some_tokens(3 + 5 * i, 290, 80 + static_cast<uint64_t>(i));
     s.reset();
-    const auto want = s.generate(in, greedy(40));
+    const auto want = s.generate(in, greedy_through_eos(40));
     for (int k : {2, 6}) {
       SpeculativeStats st;
       s.reset();
-      EXPECT_EQ(generate_speculative(s, other, in, greedy(40), {k, false, 16}, {}, &st).tokens, want.tokens) << i << " " << k;
+      EXPECT_EQ(generate_speculative(s, other, in, greedy_through_eos(40), {k, false, 16}, {}, &st).tokens, want.tokens) << i << " " << k;
       trees += st.tree_steps;
     }
   }

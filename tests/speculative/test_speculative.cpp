@@ -65,12 +65,7 @@ class Repeat : public Drafter {
   int count_;
 };
 
-GenerateOptions greedy(int n) {
-  GenerateOptions o;
-  o.max_tokens = n;
-  o.sampling.temperature = 0;
-  return o;
-}
+using test::greedy;
 
 struct Outcome {
   GenerateResult r;

@@ -262,12 +262,7 @@ class HiddenTruth : public Drafter {
   size_t calls_ = 0;
 };
 
-GenerateOptions greedy(int n) {
-  GenerateOptions o;
-  o.max_tokens = n;
-  o.sampling.temperature = 0;
-  return o;
-}
+using test::greedy;
 
 void check_greedy_tree(const LoadedModel& m, int n_prompts, int n_tokens) {
   const int V = m.model->config().vocab_size;

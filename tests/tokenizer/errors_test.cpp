@@ -19,7 +19,7 @@ using json = nlohmann::json;
 
 const json& small_tokenizer() {
   static const json j =
-      json::parse(read_text_file(pocket::test::test_data_dir() + "/tokenizer/gpt2_small/tokenizer.json"));
+      json::parse(read_text_file(pocket::test::gpt2_small_tokenizer()));
   return j;
 }
 
@@ -175,7 +175,7 @@ TEST(TokenizerErrors, BinaryFormTruncatedAtEveryOffset) {
 // list (or token table) is empty passed a null pointer to memcpy (UB, a UBSan
 // report) before any check could reject it.
 TEST(TokenizerErrors, BinaryFormWithEmptyArrays) {
-  Vocab v = vocab_from_hf_json(pocket::test::test_data_dir() + "/tokenizer/gpt2_small/tokenizer.json", "", nullptr);
+  Vocab v = vocab_from_hf_json(pocket::test::gpt2_small_tokenizer(), "", nullptr);
   v.eos_ids.clear();
   auto tok = Tokenizer::create(v);
   const std::vector<uint8_t> blob = tok->serialize();

@@ -146,8 +146,8 @@ TEST(JsonCursor, MismatchedOrEndlessNestingFails) {
 
 // --- tokenizer.json through the streaming loader -------------------------
 
-json small_tokenizer() {
-  return json::parse(read_text_file(pocket::test::test_data_dir() + "/tokenizer/gpt2_small/tokenizer.json"));
+json small_tokenizer_copy() {
+  return json::parse(read_text_file(pocket::test::gpt2_small_tokenizer()));
 }
 
 void expect_same_vocab(const Vocab& a, const Vocab& b) {
@@ -160,7 +160,7 @@ void expect_same_vocab(const Vocab& a, const Vocab& b) {
 }
 
 TEST(HfJsonStream, SpellingDoesNotChangeTheVocab) {
-  const json j = small_tokenizer();
+  const json j = small_tokenizer_copy();
   const Vocab ref = vocab_from_hf_json_text(j.dump(1), "", "t.json", nullptr);
   ASSERT_GT(ref.merges.size(), 10u);
   ASSERT_EQ(ref.merge_ids.size(), ref.merges.size());
@@ -204,39 +204,39 @@ void expect_error(const std::string& text, const std::string& needle) {
 }
 
 TEST(HfJsonStream, MalformedTextGivesOneClearError) {
-  const std::string good = small_tokenizer().dump();
+  const std::string good = small_tokenizer_copy().dump();
   expect_error(good.substr(0, good.size() / 2), "invalid JSON");  // truncated mid-file
   expect_error(good + " x", "text after the top-level object");
   expect_error("", "invalid JSON");
-  json j = small_tokenizer();
+  json j = small_tokenizer_copy();
   j["model"]["vocab"]["Ġa"] = 1.5;
   expect_error(j.dump(), "model.vocab[\"Ġa\"]: bad id: not an integer");
-  j = small_tokenizer();
+  j = small_tokenizer_copy();
   j["model"]["vocab"]["x"] = "7";
   expect_error(j.dump(), "model.vocab[\"x\"]: bad id");
-  j = small_tokenizer();
+  j = small_tokenizer_copy();
   j["model"]["merges"][2] = json::array({"a", "b", "c"});
   expect_error(j.dump(), "model.merges[2]: neither");
-  j = small_tokenizer();
+  j = small_tokenizer_copy();
   j["model"]["merges"][4] = 17;
   expect_error(j.dump(), "model.merges[4]: neither");
-  j = small_tokenizer();
+  j = small_tokenizer_copy();
   j["model"]["vocab"] = json::array();
   expect_error(j.dump(), "model.vocab: missing or not an object");
-  j = small_tokenizer();
+  j = small_tokenizer_copy();
   j["model"]["merges"] = "none";
   expect_error(j.dump(), "model.merges: missing or not an array");
   // A key the DOM parser would silently collapse is an error here.
-  std::string dup = small_tokenizer().dump();
+  std::string dup = small_tokenizer_copy().dump();
   const size_t at = dup.find("\"merges\":");
   ASSERT_NE(at, std::string::npos);
   dup.insert(at, "\"merges\": [],");
   expect_error(dup, "\"model.merges\" appears twice");
   // Invalid UTF-8 inside a vocabulary key, and inside a small section.
-  std::string bad = small_tokenizer().dump();
+  std::string bad = small_tokenizer_copy().dump();
   bad.replace(bad.find("\"vocab\":{\"") + 10, 0, "\xFF");
   expect_error(bad, "invalid UTF-8");
-  std::string bad2 = small_tokenizer().dump();
+  std::string bad2 = small_tokenizer_copy().dump();
   bad2.replace(bad2.find("\"ByteLevel\""), 0, "\"\xC3\",");
   expect_error(bad2, "invalid JSON");
 }
