@@ -16,10 +16,14 @@
 # (build parallelism, default 1), POCKET_FUZZ_NICE (default 10),
 # POCKET_FUZZ_ARGS (extra libFuzzer flags), POCKET_FUZZ_LOG_TAG (logs go to
 # build/logs/fuzz-<name>-<tag>.log instead: a long run in the background then
-# keeps its log when the test command's short runs of the same target write theirs).
+# keeps its log when the test command's short runs of the same target write theirs),
+# POCKET_FUZZ_BUILD_DIR (a build folder configured with -DPOCKET_BUILD_FUZZ=ON and
+# these sanitizers, e.g. the test command's clang ASan build, used instead of
+# configuring build/fuzz; corpora and crash inputs stay in build/fuzz).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="$root/build/fuzz"
+work_root="$root/build/fuzz"
+build="${POCKET_FUZZ_BUILD_DIR:-$work_root}"
 logs="$root/build/logs"
 mkdir -p "$logs"
 jobs="${POCKET_FUZZ_JOBS:-1}"
@@ -73,7 +77,12 @@ command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 source "$root/scripts/lib.sh"  # ccache, when installed
 # shellcheck disable=SC2207
 generator+=($(ccache_launcher))
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
+if [[ -n "${POCKET_FUZZ_BUILD_DIR:-}" ]]; then
+  if ! grep -q '^POCKET_BUILD_FUZZ:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+    echo "fuzz: POCKET_FUZZ_BUILD_DIR=$build is not a build folder configured with -DPOCKET_BUILD_FUZZ=ON" >&2
+    exit 2
+  fi
+elif [[ ! -f "$build/CMakeCache.txt" ]]; then
   echo "fuzz: configuring build/fuzz (log: build/logs/fuzz-configure.log)"
   if ! nice -n "$nice_level" cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Fuzz \
       -DPOCKET_BUILD_FUZZ=ON -DPOCKET_BUILD_TESTS=OFF -DPOCKET_BUILD_BENCH=OFF \
@@ -91,7 +100,7 @@ elif [[ "$mode" == --seeds ]]; then
 else
   build_targets=("fuzz_$mode")
 fi
-echo "fuzz: building ${build_targets[*]} (log: build/logs/fuzz-build.log)"
+echo "fuzz: building ${build_targets[*]} in ${build#"$root"/} (log: build/logs/fuzz-build.log)"
 if ! nice -n "$nice_level" cmake --build "$build" -j "$jobs" --target "${build_targets[@]}" \
     >"$logs/fuzz-build.log" 2>&1; then
   grep -B2 -A12 -m3 'error' "$logs/fuzz-build.log" >&2 || tail -n 40 "$logs/fuzz-build.log" >&2
@@ -109,8 +118,8 @@ run_list=("${targets[@]}")
 status=0
 summary=()
 for t in "${run_list[@]}"; do
-  work="$build/corpus/$t"
-  art="$build/artifacts/$t"
+  work="$work_root/corpus/$t"
+  art="$work_root/artifacts/$t"
   log="$logs/fuzz-$t${POCKET_FUZZ_LOG_TAG:+-$POCKET_FUZZ_LOG_TAG}.log"
   mkdir -p "$work" "$art"
   # A structure-aware variant (<name>_struct) starts from <name>'s seeds and dictionary.

@@ -152,11 +152,18 @@ fresh_for_compiler() {
   [[ -z "$cached" || -z "$san_cxx" || "$cached" == "$san_cxx" ]] || rm -rf "$dir"
 }
 
+# With clang the ASan+UBSan build is also the fuzz build: the library gets
+# libFuzzer's coverage hooks (-fsanitize=fuzzer-no-link, inert in the test
+# programs) and the fuzz targets are built beside the tests, so the fuzz stage
+# does not compile the library a third time (590 CPU-s cold, Zen 4).
+asan_extra=()
+[[ -n "$san_cxx" && -n "$san_cc" ]] &&
+  asan_extra=(-DPOCKET_BUILD_FUZZ=ON -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link)
 if want asan; then
   begin_stage asan "AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
   fresh_for_compiler "$root/build/asan"
   step asan-configure cmake -S "$root" -B "$root/build/asan" -G Ninja "${sanitizer_flags[@]}" \
-    -DPOCKET_SANITIZE=ON -DPOCKET_BUILD_BENCH=OFF $(ccache_launcher)
+    -DPOCKET_SANITIZE=ON -DPOCKET_BUILD_BENCH=OFF "${asan_extra[@]}" $(ccache_launcher)
   step asan-build cmake --build "$root/build/asan" -j"$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 POCKET_GEMMA3_GGUF=off \
     run_ctest asan-tests "$root/build/asan"
@@ -179,7 +186,11 @@ fi
 
 if want fuzz; then
   begin_stage fuzz "libFuzzer targets, short smoke run each"
-  POCKET_FUZZ_JOBS="$jobs" POCKET_FUZZ_NICE=0 step fuzz bash "$root/scripts/fuzz.sh" all "${FUZZ_SECONDS:-10}"
+  # The fuzz targets built by the asan stage of this run, when it made them.
+  fuzz_dir=""
+  want asan && ((${#asan_extra[@]})) && fuzz_dir="$root/build/asan"
+  POCKET_FUZZ_BUILD_DIR="$fuzz_dir" POCKET_FUZZ_JOBS="$jobs" POCKET_FUZZ_NICE=0 \
+    step fuzz bash "$root/scripts/fuzz.sh" all "${FUZZ_SECONDS:-10}"
   grep -E "^fuzz_[a-z0-9_]+: " "$logs/fuzz.log" | sort -u | sed "s/^/   /" || true
   end_stage
 fi
