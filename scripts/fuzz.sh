@@ -51,8 +51,9 @@ if [[ "$mode" != all && "$mode" != --build && "$mode" != --seeds ]]; then
 fi
 
 # --- toolchain ----------------------------------------------------------------
-cxx="$(command -v clang++-14 || command -v clang++ || true)"
-cc="$(command -v clang-14 || command -v clang || true)"
+source "$root/scripts/lib.sh"  # find_clang; ccache, when installed
+find_clang
+cxx="$clang_cxx" cc="$clang_cc"
 if [[ -z "$cxx" ]] || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer*.a >/dev/null 2>&1; then
   echo "fuzz: installing clang and libclang-rt-14-dev (log: build/logs/fuzz-apt.log)"
   sudo_cmd=""
@@ -64,8 +65,8 @@ if [[ -z "$cxx" ]] || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuz
     tail -n 30 "$logs/fuzz-apt.log" >&2
     exit 1
   fi
-  cxx="$(command -v clang++-14 || command -v clang++)"
-  cc="$(command -v clang-14 || command -v clang)"
+  find_clang
+  cxx="$clang_cxx" cc="$clang_cc"
 fi
 
 # --- configure and build ----------------------------------------------------------
@@ -74,7 +75,6 @@ fi
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1 -gline-tables-only"
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
-source "$root/scripts/lib.sh"  # ccache, when installed
 # shellcheck disable=SC2207
 generator+=($(ccache_launcher))
 if [[ -n "${POCKET_FUZZ_BUILD_DIR:-}" ]]; then

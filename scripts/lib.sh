@@ -26,6 +26,12 @@ ccache_launcher() {
   command -v ccache >/dev/null 2>&1 && echo "-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
   return 0
 }
+# find_clang: sets clang_cxx and clang_cc to clang 14 (what setup.sh installs)
+# or any clang, or to "" when there is none. The sanitizer and fuzz builds use it.
+find_clang() {
+  clang_cxx="$(command -v clang++-14 || command -v clang++ || true)"
+  clang_cc="$(command -v clang-14 || command -v clang || true)"
+}
 ccache_zero() { command -v ccache >/dev/null 2>&1 && ccache --zero-stats >/dev/null; return 0; }
 ccache_report() {
   command -v ccache >/dev/null 2>&1 || return 0

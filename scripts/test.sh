@@ -134,8 +134,8 @@ fi
 # Without clang, GCC at -O1 -g1, minus its maybe-uninitialized analysis,
 # whose false alarms -O1 multiplies in libstdc++'s <regex>. The Release
 # build keeps GCC, -O3 and every warning.
-san_cxx="$(command -v clang++-14 || command -v clang++ || true)"
-san_cc="$(command -v clang-14 || command -v clang || true)"
+find_clang
+san_cxx="$clang_cxx" san_cc="$clang_cc"
 if [[ -n "$san_cxx" && -n "$san_cc" ]]; then
   sanitizer_flags=(-DCMAKE_CXX_COMPILER="$san_cxx" -DCMAKE_C_COMPILER="$san_cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG"
