@@ -75,7 +75,9 @@ TEST(BudgetCli, PeakStaysWithinTheBudgetFromTightToLoose) {
       EXPECT_NE(r.out.find("stop: context full"), std::string::npos) << r.out;
       const double peak = number_after(r.out, R"(\[memory: peak \+([0-9.]+) MiB)");
       ASSERT_GE(peak, 0) << r.out;
-      if (!kSanitized) EXPECT_LE(peak, budget) << r.out;
+      if (!kSanitized) {
+        EXPECT_LE(peak, budget) << r.out;
+      }
     }
   }
 }
@@ -89,7 +91,9 @@ void expect_peak_within_tightest_budget(const std::string& model, const std::str
   ASSERT_GT(budget, 100) << small.out;
   auto r = run("run -m " + model + " --mem-budget " + std::to_string(budget) + " -t 2 --temp 0 --ignore-eos " + args);
   ASSERT_EQ(r.code, 0) << r.out;
-  if (args.find("100000") != std::string::npos) EXPECT_NE(r.out.find("stop: context full"), std::string::npos) << r.out;
+  if (args.find("100000") != std::string::npos) {
+    EXPECT_NE(r.out.find("stop: context full"), std::string::npos) << r.out;
+  }
   const double peak = number_after(r.out, R"(\[memory: peak \+([0-9.]+) MiB)");
   ASSERT_GT(peak, 50.0) << r.out;
   EXPECT_LE(peak, budget) << r.out;

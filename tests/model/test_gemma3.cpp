@@ -44,7 +44,9 @@ double expect_top_k(const float* logits, int vocab, const json& top, double tol,
     EXPECT_LE(diff, tol) << where << ": token " << id;
   }
   const double margin = top[0][1].get<double>() - top[1][1].get<double>();
-  if (margin > 2 * tol) EXPECT_EQ(argmax(logits, vocab), top[0][0].get<int>()) << where;
+  if (margin > 2 * tol) {
+    EXPECT_EQ(argmax(logits, vocab), top[0][0].get<int>()) << where;
+  }
   return worst;
 }
 

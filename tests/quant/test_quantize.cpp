@@ -87,6 +87,7 @@ void expect_within_half_step(DType t, int group, int64_t rows, int64_t cols) {
         case DType::Q8_0: case DType::PQ8: step = amax / 127.0; break;
         case DType::Q4_0: step = 2 * amax / 8.0; break;
         case DType::PQ4: case DType::PQ5: step = hi - lo; break;  // sanity only
+        default: FAIL() << "no step size for " << dtype_name(t);
       }
       double tol = step / 2 * 1.01 + amax * std::ldexp(1.0, -10) * 16 + 1e-7;
       for (int64_t k = k0; k < std::min(cols, k0 + g); ++k)

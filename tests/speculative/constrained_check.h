@@ -62,8 +62,7 @@ inline bool satisfies(const ConstraintCase& c, const std::string& text, std::str
              ((why = "not a choice"), false);
     case Kind::Json:
       try {
-        (void)ojson::parse(text);
-        return true;
+        return !ojson::parse(text).is_discarded();  // parse throws on invalid text
       } catch (const ojson::out_of_range&) {  // a number past double's range ("44E444"): valid JSON
         return true;
       } catch (const ojson::exception& e) {

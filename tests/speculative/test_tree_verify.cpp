@@ -300,8 +300,9 @@ void check_greedy_tree(const LoadedModel& m, int n_prompts, int n_tokens) {
           trees += st.tree_steps;
           drafted += st.drafted;
           accepted += st.accepted;
-          if (d == &hidden && want.stop == GenerateResult::Stop::MaxTokens && nodes >= 2 * k + 1)
+          if (d == &hidden && want.stop == GenerateResult::Stop::MaxTokens && nodes >= 2 * k + 1) {
             EXPECT_GE(st.accepted * (k + 1), (n_tokens - 1 - k) * k) << what << ": the true branch was not followed";
+          }
         }
     for (Drafter* d : std::vector<Drafter*>{&hidden, &lookup}) {  // adaptive: the planner sizes the tree
       s.reset();
