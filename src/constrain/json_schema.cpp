@@ -60,7 +60,7 @@ std::string nonneg_range(long long a, long long b) {
   if (sb == std::string(sb.size(), '9'))
     full_hi = sb.size();
   else
-    parts.push_back(same_len("1" + std::string(sb.size() - 1, '0'), sb));
+    parts.push_back(same_len(std::string("1").append(sb.size() - 1, '0'), sb));
   if (full_lo == 1 && full_hi == 1)
     parts.push_back("[1-9]");
   else if (full_lo <= full_hi)
@@ -517,7 +517,8 @@ class SchemaCompiler {
     };
     std::vector<std::string> parts;
     if (hi >= 0) parts.push_back(magnitude(std::max(lo, 0LL), hi));
-    if (lo < 0) parts.push_back("-" + magnitude(hi < 0 ? -hi : 0, -lo));
+    // append, not "-" + s: GCC 12 warns falsely (-Wrestrict) on the insert that makes.
+    if (lo < 0) parts.push_back(std::string("-").append(magnitude(hi < 0 ? -hi : 0, -lo)));
     if (lo == 0) parts.push_back("-0(?:\\.0{1,16})?");  // -0 is 0 in JSON
     std::string re = parts.size() == 1 ? parts[0] : "(?:" + parts[0] + "|" + parts[1] + ")";
     return from_regex(re, "number");
