@@ -134,11 +134,16 @@ for t in "${run_list[@]}"; do
   nice -n "$nice_level" "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 \
     -malloc_limit_mb=1024 -timeout=10 -print_final_stats=1 -artifact_prefix="$art/" "${dict[@]}" \
     ${POCKET_FUZZ_ARGS:-} "$work" >"$log" 2>&1 || rc=$?
-  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
-  eps=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
-  # -fork=N prints no final stats: the last status line's count and rate instead.
-  [[ -z "$runs" ]] && runs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#' || true)
-  [[ -z "$eps" ]] && eps=$(grep -oE 'exec/s:? [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+$' || true)
+  # -fork=N: the parent's last status line ("#N: cov: ... exec/s R ... job: J") holds the
+  # totals; the final stats in its log are one worker's. Otherwise the final stats.
+  status_line=$(grep -oE '#[0-9]+: cov: .* exec/s [0-9]+ .* job: [0-9]+' "$log" | tail -1 || true)
+  if [[ -n "$status_line" ]]; then
+    runs=$(grep -oE '^#[0-9]+' <<<"$status_line" | tr -d '#')
+    eps=$(grep -oE 'exec/s [0-9]+' <<<"$status_line" | grep -oE '[0-9]+$')
+  else
+    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
+    eps=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
+  fi
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
   ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
   found=$(($(find "$art" -type f | wc -l) - before))
