@@ -10,6 +10,7 @@
 
 namespace {
 
+using pocket::test::gpt2_small_tokenizer;
 using pocket::test::run;
 
 
@@ -19,7 +20,7 @@ TEST(CliPrune, PrunesATokenizerAndWritesTheReport) {
   pocket::test::TempDir dir;
   std::ofstream(dir.file("corpus.txt")) << "hello world\nthe quick brown fox\n";
   std::ofstream(dir.file("heldout.txt")) << "the brown world\n";
-  auto r = run("prune-vocab " + pocket::test::gpt2_small_tokenizer() + " " + dir.file("out.json") + " --keep 300 --corpus " +
+  auto r = run("prune-vocab " + gpt2_small_tokenizer() + " " + dir.file("out.json") + " --keep 300 --corpus " +
                dir.file("corpus.txt") + " --heldout " + dir.file("heldout.txt") + " --report " +
                dir.file("report.json") + " -t 2");
   EXPECT_EQ(r.code, 0) << r.out;
@@ -42,20 +43,20 @@ TEST(CliPrune, BadInputGivesOneClearError) {
     std::string args, must_mention;
     int code;
   } cases[] = {
-      {"prune-vocab " + pocket::test::gpt2_small_tokenizer() + " " + dir.file("o.json") + " --keep 300 --corpus " + dir.file("latin1.txt"),
+      {"prune-vocab " + gpt2_small_tokenizer() + " " + dir.file("o.json") + " --keep 300 --corpus " + dir.file("latin1.txt"),
        "not UTF-8", 1},
-      {"prune-vocab " + pocket::test::gpt2_small_tokenizer() + " " + dir.file("o.json") + " --keep 10" + good, "smaller than the mandatory set",
+      {"prune-vocab " + gpt2_small_tokenizer() + " " + dir.file("o.json") + " --keep 10" + good, "smaller than the mandatory set",
        1},
       {"prune-vocab " + dir.file("bad.json") + " " + dir.file("o.json") + " --keep 300" + good, "bad.json", 1},
       {"prune-vocab " + dir.file("wordpiece.json") + " " + dir.file("o.json") + " --keep 300" + good, "WordPiece", 1},
-      {"prune-vocab " + pocket::test::gpt2_small_tokenizer() + " " + pocket::test::gpt2_small_tokenizer() + " --keep 300" + good, "never overwrites", 1},
-      {"prune-vocab " + pocket::test::gpt2_small_tokenizer() + " " + dir.file("o.json") + " --keep 300 --corpus /nonexistent/c.txt",
+      {"prune-vocab " + gpt2_small_tokenizer() + " " + gpt2_small_tokenizer() + " --keep 300" + good, "never overwrites", 1},
+      {"prune-vocab " + gpt2_small_tokenizer() + " " + dir.file("o.json") + " --keep 300 --corpus /nonexistent/c.txt",
        "/nonexistent/c.txt", 1},
       {"prune-vocab " + pocket::test::stories_model() + " " + dir.file("o.bin") + " --keep 300 --tokenizer x" + good,
        "--tokenizer", 2},
       {"prune-vocab " + pocket::test::stories_model() + " " + dir.file("o.bin") + " --keep 300" + good, "llama2c", 1},
-      {"prune-vocab " + pocket::test::gpt2_small_tokenizer() + " " + dir.file("o.json") + good, "--keep", 2},
-      {"prune-vocab " + pocket::test::gpt2_small_tokenizer() + " " + dir.file("o.json") + " --keep 300", "--corpus", 2},
+      {"prune-vocab " + gpt2_small_tokenizer() + " " + dir.file("o.json") + good, "--keep", 2},
+      {"prune-vocab " + gpt2_small_tokenizer() + " " + dir.file("o.json") + " --keep 300", "--corpus", 2},
   };
   for (const auto& c : cases) {
     auto r = run(c.args);
@@ -75,7 +76,7 @@ TEST(CliPrune, BadInputGivesOneClearError) {
 TEST(CliPrune, CreateWithARealTokenizerThenPruneTheModel) {
   pocket::test::TempDir dir;
   std::ofstream(dir.file("corpus.txt")) << "hello world\nthe quick brown fox\n";
-  auto c = run("create --preset tiny-qwen3 --tokenizer " + pocket::test::gpt2_small_tokenizer() + " -o " + dir.file("m.pocket"));
+  auto c = run("create --preset tiny-qwen3 --tokenizer " + gpt2_small_tokenizer() + " -o " + dir.file("m.pocket"));
   ASSERT_EQ(c.code, 0) << c.out;
   auto info = run("info " + dir.file("m.pocket"));
   EXPECT_NE(info.out.find("957"), std::string::npos) << info.out;

@@ -9,6 +9,7 @@
 #include "constrained_check.h"
 #include "convert/create_model.h"
 #include "runtime/loader.h"
+#include "shared_models.h"
 #include "speculative/model_drafter.h"
 #include "speculative/speculative.h"
 #include "util/error.h"
@@ -27,9 +28,7 @@ LoadedModel tiny_qwen3(const test::TempDir& dir, DType weights) {
 }
 
 GenerateOptions greedy_through_eos(int n) {
-  GenerateOptions o;
-  o.max_tokens = n;
-  o.sampling.temperature = 0;
+  GenerateOptions o = test::greedy(n);
   o.stop_at_eos = false;
   return o;
 }
