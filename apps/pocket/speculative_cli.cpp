@@ -1,6 +1,8 @@
 #include "speculative_cli.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -39,10 +41,14 @@ void SpeculativeFlags::add_to(CLI::App& app) {
                  "one pass, the longest path the model agrees with kept (0 = one chain; 2..63)")
       ->check(CLI::Range(0, 63));
   app.add_option("--draft-vocab", draft_vocab,
-                 "With --dflash: the draft scores only the N most frequent tokens of the ranking stored with it "
-                 "(pocket draft-vocab), the target still verifies the whole vocabulary; 0 = the whole vocabulary "
+                 "With --dflash or --draft-model: the draft scores only the N most frequent tokens of its ranking "
+                 "(pocket draft-vocab; stored with a DFlash draft, --draft-ranking or draft_vocab.txt in a draft "
+                 "model's folder), the target still verifies the whole vocabulary; 0 = the whole vocabulary "
                  "(default: " + std::to_string(kDefaultDraftVocab) + " when the draft has a ranking)")
       ->check(CLI::Range(0, 1 << 24));
+  app.add_option("--draft-ranking", draft_ranking,
+                 "With --draft-model: the token ranking (pocket draft-vocab) for --draft-vocab (default: "
+                 "draft_vocab.txt in the draft model's folder, when there is one)");
   app.add_flag("--no-adaptive", no_adaptive,
                "Always verify --draft-max drafted tokens (default: choose the block from measured cost and acceptance, "
                "plain decoding when speculation would lose)");
@@ -64,8 +70,11 @@ std::unique_ptr<Drafter> SpeculativeFlags::make_drafter(Session& session, std::s
     fail_as(ErrorCode::InvalidArgument, "--draft-model gives a draft model: use it without --draft or with --draft model");
   if (!ngram_cache.empty() && kind != "lookup")
     fail_as(ErrorCode::InvalidArgument, "--ngram-cache is for the lookup drafter: use it with --draft lookup");
-  if (draft_vocab >= 0 && kind != "dflash")
-    fail_as(ErrorCode::InvalidArgument, "--draft-vocab is for DFlash drafts (--dflash)");
+  if (draft_vocab >= 0 && kind != "dflash" && kind != "model")
+    fail_as(ErrorCode::InvalidArgument, "--draft-vocab is for DFlash drafts (--dflash) and draft models (--draft-model)");
+  if (!draft_ranking.empty() && kind != "model")
+    fail_as(ErrorCode::InvalidArgument, "--draft-ranking is for draft models (--draft-model); a DFlash draft carries "
+                                        "its ranking (", kDraftVocabFileName, " in its folder, or inside its Pocket file)");
   if (draft_tree != 0) {
     check_speculative_options({draft_max, !no_adaptive, draft_tree});
     if (!session.tree_verifiable())
@@ -75,8 +84,20 @@ std::unique_ptr<Drafter> SpeculativeFlags::make_drafter(Session& session, std::s
   if (kind == "model") {
     if (draft_model.empty()) fail_as(ErrorCode::InvalidArgument, "--draft model needs --draft-model FILE");
     LoadedModel d = load_model(draft_model);
-    drafter = std::make_unique<ModelDrafter>(d.model, d.tokenizer, session.tokenizer(), session.context_size(),
-                                             session.pool().size());
+    auto m = std::make_unique<ModelDrafter>(d.model, d.tokenizer, session.tokenizer(), session.context_size(),
+                                            session.pool().size());
+    std::string ranking = draft_ranking;
+    if (ranking.empty() && std::filesystem::is_directory(draft_model) &&
+        std::filesystem::exists(draft_model + "/" + kDraftVocabFileName))
+      ranking = draft_model + "/" + kDraftVocabFileName;
+    if (!ranking.empty()) {
+      const DraftVocab v = read_draft_vocab(ranking);
+      m->use_draft_vocab(v, draft_vocab < 0 ? std::min<int>(kDefaultDraftVocab, static_cast<int>(v.ranked.size())) : draft_vocab);
+    } else if (draft_vocab > 0) {
+      fail_as(ErrorCode::InvalidArgument, "--draft-vocab ", draft_vocab, " needs a token ranking for the draft model: "
+              "--draft-ranking FILE (pocket draft-vocab), or ", kDraftVocabFileName, " in its folder");
+    }
+    drafter = std::move(m);
   } else if (kind == "dflash") {
     if (dflash.empty()) fail_as(ErrorCode::InvalidArgument, "--draft dflash needs --dflash DIR (the draft's folder, or a draft file)");
     auto d = std::make_shared<const DFlashDraft>(dflash, session.model().config());

@@ -1,5 +1,6 @@
 // The speculative-decoding flags of `pocket run` (--draft, --dflash,
-// --draft-model, --draft-max, --draft-tree, --draft-vocab, --no-adaptive) and the generate call they select.
+// --draft-model, --draft-max, --draft-tree, --draft-vocab, --draft-ranking, --no-adaptive) and the generate call
+// they select.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <functional>
@@ -19,11 +20,13 @@ struct SpeculativeFlags {
   std::string ngram_cache; // an n-gram cache file (pocket ngram-build) for the lookup drafter
   int draft_max = 16;
   int draft_tree = 0;      // --draft-tree N: candidate tokens verified as a tree (0 = one chain)
-  int draft_vocab = -1;    // --draft-vocab N (DFlash): -1 = the draft's default, 0 = the whole vocabulary
+  int draft_vocab = -1;    // --draft-vocab N (DFlash, draft model): -1 = the draft's default, 0 = the whole vocabulary
+  std::string draft_ranking;  // --draft-ranking FILE: a draft model's token ranking (pocket draft-vocab)
   bool no_adaptive = false;
   void add_to(CLI::App& app);
   bool enabled() const {
-    return !draft.empty() || !dflash.empty() || !draft_model.empty() || !ngram_cache.empty() || draft_vocab >= 0 || draft_tree > 0;
+    return !draft.empty() || !dflash.empty() || !draft_model.empty() || !ngram_cache.empty() || draft_vocab >= 0 || !draft_ranking.empty() ||
+           draft_tree > 0;
   }
   // The chosen drafter, made before any output so that a bad flag or draft
   // file is the only thing printed (the oracle runs the generation once).

@@ -129,8 +129,7 @@ void Session::check_fits(std::span<const int32_t> input) const {
          " (raise the context size with -c or shorten the prompt)");
 }
 
-std::span<float> Session::prefill(std::span<const int32_t> input, const std::function<bool()>& cancelled,
-                                  const std::function<bool(float)>& progress) {
+std::span<const int32_t> Session::uncached_rest(std::span<const int32_t> input) {
   check_fits(input);
   tree_tokens_.clear();
   // Reuse the longest common prefix, but always run at least the last token
@@ -142,7 +141,27 @@ std::span<float> Session::prefill(std::span<const int32_t> input, const std::fun
   if (common < static_cast<size_t>(ctx_.cache.rollback_limit())) common = 0;
   ctx_.cache.truncate(static_cast<int>(common));
   cached_.resize(common);
-  auto rest = input.subspan(common);
+  return input.subspan(common);
+}
+
+std::span<const float> Session::prefill_hidden(std::span<const int32_t> input) {
+  auto rest = uncached_rest(input);
+  const size_t dim = static_cast<size_t>(model_->config().dim);
+  const size_t chunk = static_cast<size_t>(batch_);
+  hidden_.resize(chunk * dim);
+  size_t last_rows = 0;
+  for (size_t done = 0; done < rest.size(); done += chunk) {
+    auto batch = rest.subspan(done, std::min<size_t>(chunk, rest.size() - done));
+    model_->forward_hidden(batch, ctx_, *pool_, HiddenTaps{.final_normed = hidden_.data()});
+    cached_.insert(cached_.end(), batch.begin(), batch.end());
+    last_rows = batch.size();
+  }
+  return {hidden_.data() + (last_rows - 1) * dim, dim};
+}
+
+std::span<float> Session::prefill(std::span<const int32_t> input, const std::function<bool()>& cancelled,
+                                  const std::function<bool(float)>& progress) {
+  auto rest = uncached_rest(input);
   if (!cancelled && !progress && batch_ == Model::kMaxBatch) {
     model_->forward(rest, ctx_, *pool_, logits_.data());
     cached_.insert(cached_.end(), rest.begin(), rest.end());

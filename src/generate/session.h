@@ -84,6 +84,11 @@ class Session {
   // is told the fraction done after each batch and may stop it the same way.
   std::span<float> prefill(std::span<const int32_t> input, const std::function<bool()>& cancelled = {},
                            const std::function<bool(float)>& progress = {});
+  // prefill() without the output head: the same prefix reuse and cache,
+  // returning the final hidden state (after the output norm: what the head
+  // sees) of the last token, dim floats, valid until the next call. For
+  // drafters that score part of the vocabulary (speculative/draft_vocab.h).
+  std::span<const float> prefill_hidden(std::span<const int32_t> input);
   // Throws the error prefill() would for an empty or over-long input, so a
   // caller can report it before printing anything.
   void check_fits(std::span<const int32_t> input) const;
@@ -149,6 +154,9 @@ class Session {
  private:
   // Length of the longest prefix of `input` whose keys/values are cached.
   size_t common_prefix(std::span<const int32_t> input) const;
+  // prefill()'s start: checks `input`, drops the cached positions past the
+  // reusable prefix and returns the tokens still to run (at least one).
+  std::span<const int32_t> uncached_rest(std::span<const int32_t> input);
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const Tokenizer> tok_;
@@ -157,6 +165,7 @@ class Session {
   int batch_;
   std::vector<int32_t> cached_;  // tokens whose keys/values are in ctx_.cache
   std::vector<float> logits_;
+  std::vector<float> hidden_;        // prefill_hidden()'s last chunk
   std::vector<float> block_logits_;  // verify()'s rows
   std::vector<int32_t> tree_tokens_;  // verify_tree()'s nodes, until accept_tree()
   std::unique_ptr<float[]> taps_;    // enable_hidden_taps(): capacity x layers x dim

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "generate/sampler.h"
+#include "kernels/kernels.h"
 #include "util/error.h"
 
 namespace pocket {
@@ -24,6 +25,34 @@ ModelDrafter::ModelDrafter(std::shared_ptr<const Model> draft, std::shared_ptr<c
                            const Tokenizer& target_tokenizer, int n_ctx, int n_threads, float min_confidence)
     : session_(std::move(draft), same_vocabulary(draft_tokenizer, target_tokenizer), n_ctx, n_threads),
       min_confidence_(min_confidence) {}
+
+void ModelDrafter::use_draft_vocab(const DraftVocab& ranking, int n) {
+  const ModelConfig& c = session_.model().config();
+  if (n < 0) fail_as(ErrorCode::InvalidArgument, "draft vocabulary size ", n, " must be >= 0 (0: the whole vocabulary)");
+  if (ranking.vocab_size != c.vocab_size)
+    fail_as(ErrorCode::InvalidArgument, "the draft vocabulary ranks a vocabulary of ", ranking.vocab_size,
+            " tokens, the draft model has ", c.vocab_size);
+  if (static_cast<size_t>(n) > ranking.ranked.size())
+    fail_as(ErrorCode::InvalidArgument, "a draft vocabulary of ", n, " tokens, but the ranking holds ", ranking.ranked.size(),
+            " (0 uses the whole vocabulary)");
+  subset_.reset();
+  if (n == 0 || n >= c.vocab_size) return;
+  const ModelFile& f = session_.model().file();
+  const TensorView& head = f.get(c.tied_embeddings ? "token_embd.weight" : "output.weight");
+  subset_ = std::make_unique<const SubsetHead>(head, std::vector<int32_t>(ranking.ranked.begin(), ranking.ranked.begin() + n));
+  subset_logits_.resize(static_cast<size_t>(n));
+}
+
+std::span<const float> ModelDrafter::next_logits() {
+  if (!subset_) return session_.prefill(seq_);  // runs only what is not cached
+  const std::span<const float> h = session_.prefill_hidden(seq_);
+  const TensorView& w = subset_->view();
+  const bool big = w.rows() * w.cols() >= (int64_t{2} << 20);  // below that the pool's wake-up costs more
+  kernels::matmul(w, h.data(), 1, subset_logits_.data(), big ? &session_.pool() : nullptr);
+  if (const float cap = session_.model().config().final_softcap; cap > 0)
+    for (float& z : subset_logits_) z = cap * std::tanh(z / cap);
+  return subset_logits_;
+}
 
 void ModelDrafter::draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) {
   draft_chain(history, max, out, nullptr);
@@ -49,9 +78,9 @@ void ModelDrafter::draft_chain(std::span<const int32_t> history, int max, std::v
   max = std::min<int>(max, session_.context_size() - static_cast<int>(history.size()));
   seq_.assign(history.begin(), history.end());
   for (int i = 0; i < max; ++i) {
-    const std::span<float> logits = session_.prefill(seq_);  // runs only what is not cached
-    const int32_t t = argmax(logits);
-    out.push_back(t);
+    const std::span<const float> logits = next_logits();
+    const int32_t t = argmax(logits);  // an index into logits; id_of(t) is the token
+    out.push_back(id_of(t));
     const bool branch = alts && i < branching_.positions;
     if (i + 1 == max && !branch) break;
     double z = 0;
@@ -69,12 +98,12 @@ void ModelDrafter::draft_chain(std::span<const int32_t> history, int max, std::v
                          branching_.min_probability)
           break;
         best.push_back(b);
-        alts->push_back({b, i});
+        alts->push_back({id_of(b), i});
       }
     }
     if (i + 1 == max) break;
     if (min_confidence_ > 0 && 1.0 / z < min_confidence_) break;
-    seq_.push_back(t);
+    seq_.push_back(id_of(t));
   }
 }
 

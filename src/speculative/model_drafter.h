@@ -2,11 +2,14 @@
 // greedily with its own KV cache, kept in step with the target's history
 // (its session reuses the longest common prefix, so rejected drafts are
 // rolled back without a copy). Drafting stops early when the draft's
-// confidence in its next token drops below a threshold.
+// confidence in its next token drops below a threshold. With a draft
+// vocabulary (speculative/draft_vocab.h) it runs without its full output
+// head and scores only the ranking's first N tokens.
 #pragma once
 #include <memory>
 
 #include "generate/session.h"
+#include "speculative/draft_vocab.h"
 #include "speculative/drafter.h"
 
 namespace pocket {
@@ -31,8 +34,17 @@ class ModelDrafter : public Drafter {
     float min_probability = 0.05f;
   };
   void set_branching(const Branching& b) { branching_ = b; }
+  // Score only the first n ids of `ranking` (their rows of the draft's head
+  // gathered once); n = 0 or the whole vocabulary: the full head again.
+  // Throws unless the ranking indexes the draft's vocabulary and holds n ids.
+  void use_draft_vocab(const DraftVocab& ranking, int n);
+  int draft_vocab() const { return subset_ ? subset_->size() : 0; }
 
  private:
+  // The next token's logits over the draft vocabulary (index k is token
+  // id_of(k)) after running `seq_`.
+  std::span<const float> next_logits();
+  int32_t id_of(int32_t k) const { return subset_ ? subset_->ids()[static_cast<size_t>(k)] : k; }
   // draft(); with `alts`, each position's alternatives (token, position).
   void draft_chain(std::span<const int32_t> history, int max, std::vector<int32_t>& out,
                    std::vector<std::pair<int32_t, int>>* alts);
@@ -40,6 +52,8 @@ class ModelDrafter : public Drafter {
   float min_confidence_;
   Branching branching_;
   std::vector<int32_t> seq_;
+  std::unique_ptr<const SubsetHead> subset_;
+  std::vector<float> subset_logits_;
 };
 
 }  // namespace pocket

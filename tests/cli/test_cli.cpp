@@ -83,6 +83,9 @@ TEST(Cli, BadInputGivesOneClearError) {
       {"run -m " + stories() + " --draft oracle --ngram-cache /nonexistent/c.ngram", "", "--draft lookup", 1},
       {"ngram-build -m " + stories() + " --corpus /nonexistent/corpus.txt -o /tmp/never.ngram", "", "/nonexistent/corpus.txt", 1},
       {"run -m " + stories() + " --draft lookup --draft-vocab 100", "", "--draft-vocab is for DFlash drafts", 1},
+      {"run -m " + stories() + " --draft-model " + stories() + " --draft-vocab 100", "", "needs a token ranking", 1},
+      {"run -m " + stories() + " --draft-model " + stories() + " --draft-ranking /nonexistent/r.txt", "", "/nonexistent/r.txt", 1},
+      {"run -m " + stories() + " --dflash /nonexistent/draft --draft-ranking /nonexistent/r.txt", "", "--draft-ranking is for draft models", 1},
       {"run -m " + stories() + " --draft-vocab 100", "", "--dflash DIR", 1},
       {"run -m " + stories() + " --dflash /nonexistent/draft --draft-vocab -3", "", "--draft-vocab", 2},
       {"draft-vocab -m " + stories() + " --corpus /nonexistent/corpus.txt -o /tmp/never.txt", "", "/nonexistent/corpus.txt", 1},
@@ -114,6 +117,23 @@ TEST(Cli, DraftVocabWritesARankingFile) {
   for (std::string line; std::getline(f, line);) ++lines;
   EXPECT_GT(lines, 5);
   EXPECT_LT(lines, 100);  // only the tokens the corpus uses
+}
+
+// A draft model with a ranking (--draft-ranking, --draft-vocab): the output
+// is the plain run's; a ranking holding fewer ids than asked is refused.
+TEST(Cli, DraftModelWithADraftVocabularyKeepsTheOutput) {
+  pocket::test::TempDir dir;
+  std::ofstream(dir.file("corpus.txt")) << "Once upon a time there was a dog. The dog was happy and ran to the park.\n";
+  ASSERT_EQ(run("draft-vocab -m " + stories() + " --corpus " + dir.file("corpus.txt") + " -o " + dir.file("r.txt")).code, 0);
+  const std::string base = "run -m " + stories() + " --temp 0 -n 24 -q";
+  auto plain = run(base);
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  auto spec = run(base + " --draft-model " + stories() + " --draft-ranking " + dir.file("r.txt") + " --draft-vocab 20");
+  EXPECT_EQ(spec.code, 0) << spec.out;
+  EXPECT_EQ(spec.out, plain.out);
+  auto big = run(base + " --draft-model " + stories() + " --draft-ranking " + dir.file("r.txt") + " --draft-vocab 400");
+  EXPECT_EQ(big.code, 1) << big.out;
+  EXPECT_NE(big.out.find("the ranking holds"), std::string::npos) << big.out;
 }
 
 // An error that is known before any output comes alone: an over-long

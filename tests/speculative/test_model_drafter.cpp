@@ -1,9 +1,11 @@
 // Draft-model speculation: a draft with the same vocabulary keeps its own
 // KV cache in step with the target (an identical draft is always accepted),
 // a different draft (PQ4 weights for an F32 target) gives the target's
-// greedy output exactly, also under a constraint, and a draft with another
-// vocabulary is refused.
+// greedy output exactly, also under a constraint and with a draft
+// vocabulary, and a draft with another vocabulary is refused.
 #include <gtest/gtest.h>
+
+#include <set>
 
 #include "common/test_util.h"
 #include "constrained_check.h"
@@ -104,6 +106,67 @@ TEST(ModelDrafter, ADraftWithAnotherVocabularyIsRefused) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("must share the tokenizer"), std::string::npos) << e.what();
   }
+}
+
+// A draft vocabulary (--draft-vocab): the draft runs without its full head
+// and proposes, at each step, the likeliest of the ranking's first N tokens
+// under its own full logits (the chain checked against a plain session of
+// the draft restricted to those ids); the target's greedy output stays
+// exact, and bad rankings are refused.
+TEST(ModelDrafter, ADraftVocabularyProposesTheBestOfItsTokensAndStaysLossless) {
+  test::TempDir dir;
+  const LoadedModel target = tiny_qwen3(dir, DType::F32), q4 = tiny_qwen3(dir, DType::PQ4);
+  const int V = q4.model->config().vocab_size, N = V / 3;
+  DraftVocab ranking{V, {}};
+  for (int i = 0; i < V; ++i) ranking.ranked.push_back(static_cast<int32_t>((i * 7 + 3) % V));  // 7 is prime to V
+  ASSERT_EQ(std::set<int32_t>(ranking.ranked.begin(), ranking.ranked.end()).size(), static_cast<size_t>(V));
+  const std::set<int32_t> kept(ranking.ranked.begin(), ranking.ranked.begin() + N);
+  ModelDrafter d(q4.model, q4.tokenizer, *target.tokenizer, 128, 1, 0.0f);
+  d.use_draft_vocab(ranking, N);
+  EXPECT_EQ(d.draft_vocab(), N);
+  Session ref(q4.model, q4.tokenizer, 128, 1);
+  int outside = 0;  // steps where the draft's own argmax was a token outside the N
+  for (int i = 0; i < 3; ++i) {
+    const auto in = test::some_tokens(4 + 6 * i, 290, 90 + static_cast<uint64_t>(i));
+    std::vector<int32_t> got, want, seq(in.begin(), in.end());
+    d.draft(in, 6, got);
+    for (int k = 0; k < 6; ++k) {
+      const std::span<float> logits = ref.prefill(seq);
+      int32_t best = -1;
+      for (int32_t id : kept)
+        if (best < 0 || logits[static_cast<size_t>(id)] > logits[static_cast<size_t>(best)]) best = id;
+      outside += !kept.count(test::argmax(logits.data(), static_cast<int>(logits.size())));
+      want.push_back(best);
+      seq.push_back(best);
+    }
+    EXPECT_EQ(got, want) << "prompt " << i;
+  }
+  EXPECT_GT(outside, 0) << "the draft's own choice was always inside the N: the restriction was not exercised";
+
+  Session s(target.model, target.tokenizer, 128, 1);
+  for (int i = 0; i < 2; ++i) {
+    const auto in = test::some_tokens(3 + 5 * i, 290, 70 + static_cast<uint64_t>(i));
+    s.reset();
+    const auto plain = s.generate(in, greedy_through_eos(32));
+    s.reset();
+    SpeculativeStats st;
+    EXPECT_EQ(generate_speculative(s, d, in, greedy_through_eos(32), {4, false}, {}, &st).tokens, plain.tokens) << i;
+    EXPECT_GT(st.drafted, 0);
+  }
+
+  d.use_draft_vocab(ranking, 0);
+  EXPECT_EQ(d.draft_vocab(), 0);
+  auto refused = [&](const DraftVocab& v, int n, const char* why) {
+    try {
+      d.use_draft_vocab(v, n);
+      ADD_FAILURE() << "no error for " << why;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused(DraftVocab{V + 1, ranking.ranked}, N, "ranks a vocabulary of");
+  refused(DraftVocab{V, std::vector<int32_t>(ranking.ranked.begin(), ranking.ranked.begin() + 10)}, 11, "the ranking holds 10");
+  refused(ranking, -1, "must be >= 0");
 }
 
 // Under a constraint (each kind): the draft model's drafts are cut by the
