@@ -54,6 +54,10 @@ std::span<const float> ModelDrafter::next_logits() {
   return subset_logits_;
 }
 
+void ModelDrafter::prepare(std::span<const int32_t> history) {
+  if (!history.empty() && static_cast<int>(history.size()) < session_.context_size()) session_.prefill_hidden(history);
+}
+
 void ModelDrafter::draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) {
   draft_chain(history, max, out, nullptr);
 }

@@ -23,6 +23,10 @@ class ModelDrafter : public Drafter {
                const Tokenizer& target_tokenizer, int n_ctx, int n_threads, float min_confidence = 0.3f);
   const char* name() const override { return "model"; }
   void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) override;
+  // Runs the draft over the history it has not seen (without its output
+  // head), so the prompt's catch-up is timed apart from the first draft's
+  // own cost.
+  void prepare(std::span<const int32_t> history) override;
   // The greedy chain, plus, at each of its first `positions` positions,
   // the draft's next `alternatives` likeliest tokens (those with
   // probability >= min_probability under the draft) as one-token branches:
@@ -39,6 +43,8 @@ class ModelDrafter : public Drafter {
   // Throws unless the ranking indexes the draft's vocabulary and holds n ids.
   void use_draft_vocab(const DraftVocab& ranking, int n);
   int draft_vocab() const { return subset_ ? subset_->size() : 0; }
+  // Positions of the history whose keys/values the draft holds.
+  size_t cached() const { return session_.cached_tokens().size(); }
 
  private:
   // The next token's logits over the draft vocabulary (index k is token

@@ -169,6 +169,24 @@ TEST(ModelDrafter, ADraftVocabularyProposesTheBestOfItsTokensAndStaysLossless) {
   refused(ranking, -1, "must be >= 0");
 }
 
+// prepare() runs the history through the draft ahead of drafting (the
+// prompt's catch-up, timed apart by the decode loop, so the planner does not
+// take it for a draft's cost); the drafts after it are the same.
+TEST(ModelDrafter, PrepareCatchesUpOnTheHistoryAndKeepsTheDrafts) {
+  test::TempDir dir;
+  const LoadedModel target = tiny_qwen3(dir, DType::F32), q4 = tiny_qwen3(dir, DType::PQ4);
+  ModelDrafter warm(q4.model, q4.tokenizer, *target.tokenizer, 128, 1, 0.0f), cold(q4.model, q4.tokenizer, *target.tokenizer, 128, 1, 0.0f);
+  const auto in = test::some_tokens(40, 290, 7);
+  warm.prepare(in);
+  EXPECT_EQ(warm.cached(), in.size());
+  EXPECT_EQ(cold.cached(), 0u);
+  std::vector<int32_t> a, b;
+  warm.draft(in, 5, a);
+  cold.draft(in, 5, b);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.size(), 5u);
+}
+
 // Under a constraint (each kind): the draft model's drafts are cut by the
 // matcher and the output equals constrained plain greedy decoding.
 TEST(ModelDrafter, ConstrainedGreedyEqualsPlain) {
