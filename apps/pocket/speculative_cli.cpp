@@ -85,7 +85,7 @@ std::unique_ptr<Drafter> SpeculativeFlags::make_drafter(Session& session, std::s
     if (draft_model.empty()) fail_as(ErrorCode::InvalidArgument, "--draft model needs --draft-model FILE");
     LoadedModel d = load_model(draft_model);
     auto m = std::make_unique<ModelDrafter>(d.model, d.tokenizer, session.tokenizer(), session.context_size(),
-                                            session.pool().size());
+                                            session.shared_pool());
     std::string ranking = draft_ranking;
     if (ranking.empty() && std::filesystem::is_directory(draft_model) &&
         std::filesystem::exists(draft_model + "/" + kDraftVocabFileName))

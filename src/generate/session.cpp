@@ -63,9 +63,13 @@ const char* stop_reason_name(GenerateResult::Stop s) {
 
 Session::Session(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer, int n_ctx,
                  int n_threads, int batch, KVType kv)
+    : Session(std::move(model), std::move(tokenizer), n_ctx, std::make_shared<ThreadPool>(n_threads), batch, kv) {}
+
+Session::Session(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer, int n_ctx,
+                 std::shared_ptr<ThreadPool> pool, int batch, KVType kv)
     : model_(std::move(model)),
       tok_(std::move(tokenizer)),
-      pool_(std::make_unique<ThreadPool>(n_threads)),
+      pool_(std::move(pool)),
       ctx_(model_->config(), n_ctx, kv),
       batch_(batch == 0 ? Model::kMaxBatch : batch) {
   if (batch < 0 || batch > Model::kMaxBatch)
@@ -119,7 +123,7 @@ bool Session::adopt(const KVImage& image, const std::vector<int32_t>& tokens) {
 
 void Session::set_threads(int n_threads) {
   if (n_threads < 1) fail_as(ErrorCode::InvalidArgument, "thread count ", n_threads, " must be >= 1");
-  if (n_threads != pool_->size()) pool_ = std::make_unique<ThreadPool>(n_threads);
+  if (n_threads != pool_->size()) pool_ = std::make_shared<ThreadPool>(n_threads);
 }
 
 void Session::check_fits(std::span<const int32_t> input) const {

@@ -71,6 +71,11 @@ class Session {
   // kv: the KV cache's element type (--kv).
   Session(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer, int n_ctx, int n_threads,
           int batch = 0, KVType kv = KVType::F16);
+  // The same on `pool`, which sessions used from one thread, one at a time,
+  // may share (a draft model beside its target: one set of worker threads,
+  // none left spinning for one session while the other computes).
+  Session(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer, int n_ctx,
+          std::shared_ptr<ThreadPool> pool, int batch = 0, KVType kv = KVType::F16);
 
   // Streams text pieces to `on_text` (return false to stop early).
   GenerateResult generate(std::span<const int32_t> input, const GenerateOptions& opt,
@@ -150,6 +155,7 @@ class Session {
   const Model& model() const { return *model_; }
   const Tokenizer& tokenizer() const { return *tok_; }
   ThreadPool& pool() { return *pool_; }
+  const std::shared_ptr<ThreadPool>& shared_pool() const { return pool_; }
 
  private:
   // Length of the longest prefix of `input` whose keys/values are cached.
@@ -160,7 +166,7 @@ class Session {
 
   std::shared_ptr<const Model> model_;
   std::shared_ptr<const Tokenizer> tok_;
-  std::unique_ptr<ThreadPool> pool_;
+  std::shared_ptr<ThreadPool> pool_;
   Context ctx_;
   int batch_;
   std::vector<int32_t> cached_;  // tokens whose keys/values are in ctx_.cache

@@ -6,6 +6,7 @@
 #include "generate/sampler.h"
 #include "kernels/kernels.h"
 #include "util/error.h"
+#include "util/thread_pool.h"
 
 namespace pocket {
 
@@ -23,7 +24,13 @@ const std::shared_ptr<const Tokenizer>& same_vocabulary(const std::shared_ptr<co
 
 ModelDrafter::ModelDrafter(std::shared_ptr<const Model> draft, std::shared_ptr<const Tokenizer> draft_tokenizer,
                            const Tokenizer& target_tokenizer, int n_ctx, int n_threads, float min_confidence)
-    : session_(std::move(draft), same_vocabulary(draft_tokenizer, target_tokenizer), n_ctx, n_threads),
+    : ModelDrafter(std::move(draft), std::move(draft_tokenizer), target_tokenizer, n_ctx,
+                   std::make_shared<ThreadPool>(n_threads), min_confidence) {}
+
+ModelDrafter::ModelDrafter(std::shared_ptr<const Model> draft, std::shared_ptr<const Tokenizer> draft_tokenizer,
+                           const Tokenizer& target_tokenizer, int n_ctx, std::shared_ptr<ThreadPool> pool,
+                           float min_confidence)
+    : session_(std::move(draft), same_vocabulary(draft_tokenizer, target_tokenizer), n_ctx, std::move(pool)),
       min_confidence_(min_confidence) {}
 
 void ModelDrafter::use_draft_vocab(const DraftVocab& ranking, int n) {

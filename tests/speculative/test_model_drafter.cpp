@@ -121,7 +121,9 @@ TEST(ModelDrafter, ADraftVocabularyProposesTheBestOfItsTokensAndStaysLossless) {
   for (int i = 0; i < V; ++i) ranking.ranked.push_back(static_cast<int32_t>((i * 7 + 3) % V));  // 7 is prime to V
   ASSERT_EQ(std::set<int32_t>(ranking.ranked.begin(), ranking.ranked.end()).size(), static_cast<size_t>(V));
   const std::set<int32_t> kept(ranking.ranked.begin(), ranking.ranked.begin() + N);
-  ModelDrafter d(q4.model, q4.tokenizer, *target.tokenizer, 128, 1, 0.0f);
+  Session s(target.model, target.tokenizer, 128, 2);
+  ModelDrafter d(q4.model, q4.tokenizer, *target.tokenizer, 128, s.shared_pool(), 0.0f);  // as pocket run makes it
+  EXPECT_EQ(s.shared_pool().use_count(), 2) << "the draft's session does not run on the target's pool";
   d.use_draft_vocab(ranking, N);
   EXPECT_EQ(d.draft_vocab(), N);
   Session ref(q4.model, q4.tokenizer, 128, 1);
@@ -143,7 +145,6 @@ TEST(ModelDrafter, ADraftVocabularyProposesTheBestOfItsTokensAndStaysLossless) {
   }
   EXPECT_GT(outside, 0) << "the draft's own choice was always inside the N: the restriction was not exercised";
 
-  Session s(target.model, target.tokenizer, 128, 1);
   for (int i = 0; i < 2; ++i) {
     const auto in = test::some_tokens(3 + 5 * i, 290, 70 + static_cast<uint64_t>(i));
     s.reset();
