@@ -84,6 +84,9 @@ def main():
     args = ap.parse_args()
     with open(args.log, encoding="utf-8") as fh:
         log = json.load(fh)
+    if "from" in log.get("target", {}):
+        raise SystemExit(f"model_card.py: {args.log} is a drafts-only run on {log['target']['from']} (--init-target): "
+                         "the card is filled from the run that trained the target")
     manifest = {}
     if os.path.exists(args.manifest):
         with open(args.manifest, encoding="utf-8") as fh:

@@ -19,6 +19,12 @@ One run, three phases, each on a wall-clock budget (or a fixed step count):
               target's embedding and head; block-wise cross-entropy against the
               target's greedy tokens at the block positions.
 
+--init-target DIR skips phase 1 and trains the drafts against an already
+trained target (e.g. the shipped models/pocket-mini); --draft-vocab-file F with
+--draft-vocab N distils the plain draft on the first N ids of a `pocket
+draft-vocab` ranking only (what `pocket run --draft-model --draft-vocab N` lets
+it propose; ~3x cheaper on CPU than the whole 64K vocabulary).
+
 --minutes / --draft-minutes / --dflash-minutes plan each phase's step count
 from measured step and evaluation times (the timing steps are undone, so the
 run is the same as one with --steps N; the chosen N is logged). A run with the
@@ -91,6 +97,9 @@ def parse_args(argv=None):
     ap.add_argument("--warmup-frac", type=float, default=0.05)
     ap.add_argument("--weight-decay", type=float, default=0.1)
     ap.add_argument("--clip", type=float, default=1.0)
+    ap.add_argument("--init-target", default="",
+                    help="Hugging Face folder of an already trained target (e.g. models/pocket-mini): "
+                         "phase 1 is skipped and the drafts are trained against it")
     ap.add_argument("--minutes", type=float, default=2.0, help="target training budget")
     ap.add_argument("--steps", type=int, default=0, help="fixed target steps (overrides --minutes)")
     ap.add_argument("--max-epochs", type=float, default=0.0,
@@ -102,6 +111,10 @@ def parse_args(argv=None):
     ap.add_argument("--draft-minutes", type=float, default=1.0)
     ap.add_argument("--draft-steps", type=int, default=0)
     ap.add_argument("--draft-lr", type=float, default=1e-3)
+    ap.add_argument("--draft-vocab-file", default="",
+                    help="a `pocket draft-vocab` ranking: distil the plain draft on its first --draft-vocab ids only "
+                         "(what `pocket run --draft-model F --draft-vocab N` scores)")
+    ap.add_argument("--draft-vocab", type=int, default=16384)
     # DFlash draft
     ap.add_argument("--dflash-layers", type=int, default=1)
     ap.add_argument("--dflash-minutes", type=float, default=1.0)
@@ -361,9 +374,35 @@ def train_target(args, arrays, vocab_size, eos_id, log, windows):
     return model, cfg
 
 
+def load_target(args, vocab_size, log, windows):
+    """A trained target from a Hugging Face folder (its f16 weights, computed in f32)."""
+    model = Qwen3ForCausalLM.from_pretrained(args.init_target, torch_dtype=torch.float32).to(args.device)
+    cfg = model.config
+    if cfg.vocab_size != vocab_size:
+        sys.exit(f"train.py: {args.init_target} has {cfg.vocab_size} embedding rows, the data's vocabulary needs "
+                 f"{vocab_size}: prepare.py must use that folder's tokenizer")
+    model.eval()
+    ev = eval_target(model, windows, args.device)
+    log["target"] = {"from": args.init_target, "config": cfg.to_dict(), "final_heldout": ev}
+    print(f"[target] loaded {args.init_target}: held-out {json.dumps(ev)}", flush=True)
+    return model, cfg
+
+
 # ---------------------------------------------------------------------------
 # plain draft
 # ---------------------------------------------------------------------------
+
+def read_ranking(path, n, vocab_size, device):
+    """The first n ids of a `pocket draft-vocab` ranking (header `pocket-draft-vocab 1 V`, one id a line)."""
+    with open(path, encoding="utf-8") as f:
+        head = f.readline().split()
+        if head[:2] != ["pocket-draft-vocab", "1"] or int(head[2]) != vocab_size:
+            sys.exit(f"train.py: {path} is not a draft vocabulary ranking for {vocab_size} rows")
+        ids = [int(line) for line in f if line.strip()]
+    if not 0 < n <= len(ids):
+        sys.exit(f"train.py: --draft-vocab {n}, but {path} ranks {len(ids)} ids")
+    return torch.tensor(ids[:n], dtype=torch.long, device=device)
+
 
 def train_plain_draft(args, target, tcfg, arrays, log, windows):
     device = args.device
@@ -386,6 +425,15 @@ def train_plain_draft(args, target, tcfg, arrays, log, windows):
     batches = Batches(arrays["train.bin"], args.seq_len, args.batch, args.seed + 101)
     tokens_per_step = args.batch * args.seq_len
     state = {"total": args.draft_steps or 1000}
+    subset = read_ranking(args.draft_vocab_file, args.draft_vocab, tcfg.vocab_size, device) \
+        if args.draft_vocab_file else None
+    head = target.model.embed_tokens.weight
+
+    def logits_of(model, inp):
+        """Full logits, or with a ranking only its first N columns (the head's rows gathered)."""
+        if subset is None:
+            return model(input_ids=inp).logits
+        return F.linear(model.model(input_ids=inp).last_hidden_state, head[subset])
 
     def step_fn(step, probe=False):
         lr = lr_at(step, state["total"], args.draft_lr, max(1, state["total"] // 20), args.min_lr_frac)
@@ -395,9 +443,9 @@ def train_plain_draft(args, target, tcfg, arrays, log, windows):
                                                                    (args.batch, args.seq_len + 1), device=device)
         inp = x[:, :-1]
         with torch.no_grad(), autocast(device):
-            t_logits = target(input_ids=inp).logits
+            t_logits = logits_of(target, inp)
         with autocast(device):
-            d_logits = draft(input_ids=inp).logits
+            d_logits = logits_of(draft, inp)
         p_t = F.softmax(t_logits.float(), dim=-1)
         loss = -(p_t * F.log_softmax(d_logits.float(), dim=-1)).sum(-1).mean()
         opt.zero_grad(set_to_none=True)
@@ -409,20 +457,25 @@ def train_plain_draft(args, target, tcfg, arrays, log, windows):
     @torch.no_grad()
     def evaluate():
         draft.eval()
-        agree, n, ce, kl = 0, 0, 0.0, 0.0
+        agree, agree_full, n, ce, kl = 0, 0, 0, 0.0, 0.0
         for w in windows.values():
             for i in range(0, len(w), 16):
                 x = w[i:i + 16].to(device)
                 with autocast(device):
                     tl = target(input_ids=x[:, :-1]).logits.float()
                     dl = draft(input_ids=x[:, :-1]).logits.float()
-                agree += (tl.argmax(-1) == dl.argmax(-1)).sum().item()
+                agree_full += (tl.argmax(-1) == dl.argmax(-1)).sum().item()
+                if subset is not None:  # the draft proposes from the ranking's first N ids only
+                    agree += (tl.argmax(-1) == subset[dl[..., subset].argmax(-1)]).sum().item()
                 n += tl.shape[0] * tl.shape[1]
                 ce += F.cross_entropy(dl.reshape(-1, dl.shape[-1]), x[:, 1:].reshape(-1), reduction="sum").item()
                 lp_t = F.log_softmax(tl, -1)
                 kl += (lp_t.exp() * (lp_t - F.log_softmax(dl, -1))).sum().item()
         draft.train()
-        return {"top1_agreement": round(agree / n, 4), "heldout_ppl": round(math.exp(ce / n), 3),
+        out = {"top1_agreement": round(agree_full / n, 4)}
+        if subset is not None:
+            out[f"top1_agreement_top{subset.numel()}"] = round(agree / n, 4)
+        return {**out, "heldout_ppl": round(math.exp(ce / n), 3),
                 "kl": round(kl / n, 5)}
 
     t_phase = time.perf_counter()
@@ -435,6 +488,7 @@ def train_plain_draft(args, target, tcfg, arrays, log, windows):
     state["total"] = total
     print(f"[draft] {args.draft_layers} layer(s), start {ev0}", flush=True)
     rec = {"config": dcfg.to_dict(), "layers": args.draft_layers, "steps": total,
+           "draft_vocab": int(subset.numel()) if subset is not None else 0,
            "tokens_seen": total * tokens_per_step, "start": ev0, "train": []}
     t0, run = time.perf_counter(), []
     for step in range(total):
@@ -618,7 +672,10 @@ def main(argv=None):
     print(f"[run] torch {torch.__version__}, transformers {transformers.__version__}, device {log['device']}, "
           f"{len(arrays['train.bin'])} train tokens, vocab {n_tok} -> {vocab_size} rows", flush=True)
 
-    target, tcfg = train_target(args, arrays, vocab_size, eos_id, log, windows)
+    if args.init_target:
+        target, tcfg = load_target(args, vocab_size, log, windows)
+    else:
+        target, tcfg = train_target(args, arrays, vocab_size, eos_id, log, windows)
     log["samples"] = samples(target, args.tokenizer, args.sample_tokens, args.device)
     models = {"target": model_state(target)}
     configs = {"target": tcfg.to_dict(), "tokenizer_meta": log["data"]}
