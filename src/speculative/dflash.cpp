@@ -85,14 +85,6 @@ void read_dflash2_settings(const json& j, const json& d, const ModelConfig& targ
   if (c.selector_rank > 4096) fail(where, ": DFlash2 selector_rank ", c.selector_rank, " is too large (at most 4096)");
 }
 
-// The draft's matrices are small: below about 2M multiply-adds a matmul runs
-// on the calling thread, where waking the pool would cost more than it
-// saves (results are the same for any thread count).
-void draft_matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& pool) {
-  const bool big = static_cast<int64_t>(n) * w.rows() * w.cols() >= (int64_t{2} << 20);
-  kernels::matmul(w, x, n, y, big ? &pool : nullptr);
-}
-
 }  // namespace
 
 DFlashDraft::DFlashDraft(const std::string& path, const ModelConfig& target) {

@@ -2,10 +2,17 @@
 
 #include <algorithm>
 
+#include "core/tensor.h"
+#include "kernels/kernels.h"
 #include "speculative/ngram_cache.h"
 #include "util/error.h"
 
 namespace pocket {
+
+void draft_matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& pool) {
+  const bool big = static_cast<int64_t>(n) * w.rows() * w.cols() >= (int64_t{2} << 20);
+  kernels::matmul(w, x, n, y, big ? &pool : nullptr);
+}
 
 LookupDrafter::LookupDrafter(int ngram_min, int ngram_max, std::shared_ptr<const NgramCache> cache)
     : ngram_min_(ngram_min), ngram_max_(ngram_max), cache_(std::move(cache)) {

@@ -19,6 +19,13 @@
 namespace pocket {
 
 class NgramCache;
+class ThreadPool;
+struct TensorView;
+
+// A draft's matrices are small: below about 2M multiply-adds a matmul runs
+// on the calling thread, where waking the pool would cost more than it
+// saves (results are the same for any thread count).
+void draft_matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& pool);
 
 // Candidate continuations as a tree (tree verification): nodes in
 // depth-first preorder, parents[i] the index of node i's parent or -1 for

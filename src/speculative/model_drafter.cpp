@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "generate/sampler.h"
-#include "kernels/kernels.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -53,16 +52,14 @@ void ModelDrafter::use_draft_vocab(const DraftVocab& ranking, int n) {
 std::span<const float> ModelDrafter::next_logits() {
   if (!subset_) return session_.prefill(seq_);  // runs only what is not cached
   const std::span<const float> h = session_.prefill_hidden(seq_);
-  const TensorView& w = subset_->view();
-  const bool big = w.rows() * w.cols() >= (int64_t{2} << 20);  // below that the pool's wake-up costs more
-  kernels::matmul(w, h.data(), 1, subset_logits_.data(), big ? &session_.pool() : nullptr);
+  draft_matmul(subset_->view(), h.data(), 1, subset_logits_.data(), session_.pool());
   if (const float cap = session_.model().config().final_softcap; cap > 0)
     for (float& z : subset_logits_) z = cap * std::tanh(z / cap);
   return subset_logits_;
 }
 
 void ModelDrafter::prepare(std::span<const int32_t> history) {
-  if (!history.empty() && static_cast<int>(history.size()) < session_.context_size()) session_.prefill_hidden(history);
+  if (!history.empty() && static_cast<int>(history.size()) <= session_.context_size()) session_.prefill_hidden(history);
 }
 
 void ModelDrafter::draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) {
