@@ -43,6 +43,12 @@ void check(const pocket::Tokenizer& tok, std::string_view text, const pocket::En
 
 }  // namespace
 
+extern "C" int LLVMFuzzerInitialize(int*, char***) {  // the slow loads, outside the first input's time limit
+  pocket::fuzz::qwen3_tokenizer();
+  pocket::fuzz::tok512_tokenizer();
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace pocket;
   using namespace pocket::fuzz;
