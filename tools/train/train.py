@@ -376,7 +376,7 @@ def train_target(args, arrays, vocab_size, eos_id, log, windows):
 
 def load_target(args, vocab_size, log, windows):
     """A trained target from a Hugging Face folder (its f16 weights, computed in f32)."""
-    model = Qwen3ForCausalLM.from_pretrained(args.init_target, torch_dtype=torch.float32).to(args.device)
+    model = Qwen3ForCausalLM.from_pretrained(args.init_target, dtype=torch.float32).to(args.device)
     cfg = model.config
     if cfg.vocab_size != vocab_size:
         sys.exit(f"train.py: {args.init_target} has {cfg.vocab_size} embedding rows, the data's vocabulary needs "
