@@ -128,6 +128,7 @@ for t in "${run_list[@]}"; do
   dict=()
   [[ -f "$root/fuzz/dict/$seeds.dict" ]] && dict=("-dict=$root/fuzz/dict/$seeds.dict")
   before=$(find "$art" -type f | wc -l)
+  touch "$log.start"
   echo "fuzz: fuzz_$t for ${seconds}s (log: build/logs/$(basename "$log"))"
   rc=0
   # shellcheck disable=SC2086
@@ -147,7 +148,11 @@ for t in "${run_list[@]}"; do
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
   ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
   found=$(($(find "$art" -type f | wc -l) - before))
-  line="fuzz_$t: ${runs:-?} runs, ${eps:-?} exec/s, cov ${cov:-?}, ft ${ft:-?}, $found crashes"
+  # Every input libFuzzer saved counts (crash-, leak-, timeout-, oom-, slow-unit-); named by kind,
+  # since a timeout or slow unit on a starved machine is not a crash.
+  kinds=$(find "$art" -type f -newer "$log.start" -printf '%f\n' 2>/dev/null | sed 's/-[0-9a-f]*$//' | sort | uniq -c |
+          awk '{printf "%s%d %s", (NR > 1 ? ", " : ""), $1, $2}')
+  line="fuzz_$t: ${runs:-?} runs, ${eps:-?} exec/s, cov ${cov:-?}, ft ${ft:-?}, $found inputs saved${kinds:+ ($kinds)}"
   if ((rc != 0 || found > 0)); then
     status=1
     newest=$(ls -t "$art" 2>/dev/null | head -1)
