@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "speculative/planner.h"
+
 namespace pocket {
 
 class NgramCache;
@@ -75,6 +77,9 @@ class Drafter {
     (void)rows, (void)context;
     return 0.0;
   }
+  // How a draft's cost grows with its length (the planner's cost model):
+  // by default one pass for any length (lookup, a block drafter).
+  virtual DraftCost draft_cost_kind() const { return DraftCost::PerDraft; }
   // Several candidate continuations as a tree of at most max_nodes nodes
   // and max_depth levels (tree verification). By default, draft()'s chain.
   virtual void draft_tree(std::span<const int32_t> history, int max_depth, int max_nodes, DraftTree& out);

@@ -29,6 +29,8 @@ class ModelDrafter : public Drafter {
                const Tokenizer& target_tokenizer, int n_ctx, std::shared_ptr<ThreadPool> pool,
                float min_confidence = 0.3f);
   const char* name() const override { return "model"; }
+  // One forward of the draft per drafted token.
+  DraftCost draft_cost_kind() const override { return DraftCost::PerToken; }
   void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) override;
   // Runs the draft over the history it has not seen (without its output
   // head), so the prompt's catch-up is timed apart from the first draft's

@@ -23,8 +23,8 @@ void update_ema(double& avg, double sample) {
 }
 }  // namespace
 
-BlockPlanner::BlockPlanner(int draft_max, bool adaptive)
-    : draft_max_(draft_max), adaptive_(adaptive), time_(static_cast<size_t>(draft_max) + 2, 0.0) {
+BlockPlanner::BlockPlanner(int draft_max, bool adaptive, DraftCost draft_cost)
+    : draft_max_(draft_max), adaptive_(adaptive), per_token_(draft_cost == DraftCost::PerToken), time_(static_cast<size_t>(draft_max) + 2, 0.0) {
   if (draft_max < 1 || draft_max > 32) fail_as(ErrorCode::InvalidArgument, "draft length ", draft_max, " must be in 1..32");
   hits_.assign(static_cast<size_t>(draft_max), 2.0);  // the prior: 2 hits, 1 miss
   misses_.assign(static_cast<size_t>(draft_max), 1.0);
@@ -46,26 +46,27 @@ void BlockPlanner::record_time(int tokens, double seconds) {
   update_ema(time_[static_cast<size_t>(tokens)], seconds);
 }
 
-void BlockPlanner::record_draft_time(double seconds, int missed) {
+void BlockPlanner::record_draft_time(double seconds, int missed, int drafted) {
   if (!(seconds >= 0)) return;
+  drafted = std::max(drafted, 1);  // a draft that proposed nothing still ran once
   if (draft_expected_ && missed <= draft_max_ + 1) {  // a draft's own cost replaces the estimate
     draft_expected_ = false;
     draft_time_ = 0;
   }
   if (missed <= draft_max_ + 1 || draft_time_ == 0) {  // the most a verified block moves the history
-    update_ema(draft_time_, seconds);
+    update_ema(draft_time_, per_token_ ? seconds / drafted : seconds);
     return;
   }
-  record_catch_up(std::max(seconds - draft_time_, 0.0), missed);
+  record_catch_up(std::max(seconds - draft_cost(drafted), 0.0), missed);
 }
 
 void BlockPlanner::record_catch_up(double seconds, int positions) {
   if (positions > 0 && seconds >= 0) update_ema(catch_up_, seconds / positions);
 }
 
-void BlockPlanner::expect_draft_cost(double catch_ups) {
+void BlockPlanner::expect_draft_cost(double catch_ups, int rows) {
   if (draft_time_ > 0 || !(catch_ups > 0) || !(catch_up_ > 0)) return;
-  draft_time_ = catch_ups * catch_up_;
+  draft_time_ = catch_ups * catch_up_ / (per_token_ ? std::max(rows, 1) : 1);
   draft_expected_ = true;
 }
 
@@ -106,7 +107,7 @@ bool BlockPlanner::may_explore(int missed, int room, double share) const {
   const double verify_extra = block > 0 ? std::max(cost(block + 1) - cost(1), 0.0) : 0.0;
   const int ahead = std::min(std::max(room, 0), std::max(tokens_, kHorizonTokens));
   const double budget = share * (elapsed_ + ahead * plain_token_seconds());
-  return loss_ + draft_time_ + catch_up_ * missed + verify_extra <= budget;
+  return loss_ + draft_cost(std::min(block + 1, draft_max_)) + catch_up_ * missed + verify_extra <= budget;
 }
 
 double BlockPlanner::cost(int n) const {
@@ -131,7 +132,7 @@ int BlockPlanner::choose(int available) const {
   for (int k = 1; k <= most; ++k) {
     ak *= acceptance_rate(k - 1);
     expected += ak;
-    const double rate = expected / (draft_time_ + cost(k + 1));
+    const double rate = expected / (draft_cost(k) + cost(k + 1));
     if (rate > best_rate) best = k, best_rate = rate;
   }
   return best;

@@ -9,31 +9,37 @@
 
 namespace pocket {
 
+// How a draft's cost grows with its length: one pass for any length (a
+// block drafter such as DFlash, or lookup), or one forward per drafted
+// token (a draft model).
+enum class DraftCost { PerDraft, PerToken };
+
 class BlockPlanner {
  public:
   // `draft_max`: the largest block to draft (1..32); `adaptive` false
   // always verifies every available draft token up to draft_max.
-  BlockPlanner(int draft_max, bool adaptive);
+  BlockPlanner(int draft_max, bool adaptive, DraftCost draft_cost = DraftCost::PerDraft);
 
   // Draft length to verify when `available` tokens are drafted.
   int choose(int available) const;
   // A forward of `tokens` rows took `seconds`; drafting took `seconds`.
   void record_time(int tokens, double seconds);
-  // A draft took `seconds`, `missed` positions after the previous draft (a
-  // drafter with per-position state catches up on them first): a draft
-  // soon after the last one measures the draft's own cost, one after a
-  // longer pause the cost of catching up per missed position.
-  void record_draft_time(double seconds, int missed = 0);
+  // A draft of `drafted` tokens took `seconds`, `missed` positions after
+  // the previous draft (a drafter with per-position state catches up on
+  // them first): a draft soon after the last one measures the draft's own
+  // cost (per token for DraftCost::PerToken), one after a longer pause the
+  // cost of catching up per missed position.
+  void record_draft_time(double seconds, int missed = 0, int drafted = 1);
   // The drafter caught up on `positions` positions in `seconds` (the
   // prompt, before decoding): a first estimate of the catch-up cost.
   void record_catch_up(double seconds, int positions);
-  // Before any draft is measured: a draft is expected to cost `catch_ups`
-  // positions of the catch-up measured so far (Drafter::draft_cost_in_catch_ups),
+  // Before any draft is measured: a draft of `rows` tokens is expected to
+  // cost `catch_ups` positions of the catch-up measured so far (Drafter::draft_cost_in_catch_ups),
   // so a drafter too costly to pay is known before it drafts (until a decode
   // step is measured, any such expectation counts as costly). The first
   // draft measured soon after another replaces it; one after a pause
   // measures the catch-up (the draft taken as the estimate).
-  void expect_draft_cost(double catch_ups);
+  void expect_draft_cost(double catch_ups, int rows = 1);
   // Of `drafted` positions checked, the first `accepted` matched (accepted
   // < drafted means a mismatch was seen at position accepted + 1).
   void record_acceptance(int drafted, int accepted);
@@ -47,12 +53,15 @@ class BlockPlanner {
   // choose from a full draft (so the next position keeps being measured),
   // at least 1; otherwise draft_max.
   int draft_request(int room) const;
-  // Drafting takes more than 5% of a decode step (a model drafter, not lookup).
+  // A full draft (draft_max tokens) takes more than 5% of a decode step (a
+  // model drafter, not lookup).
   bool costly_drafter() const {
-    return draft_time_ > 0 && (time_[1] == 0 && draft_expected_ ? true : draft_time_ > 0.05 * cost(1));
+    return draft_time_ > 0 && (time_[1] == 0 && draft_expected_ ? true : draft_cost(draft_max_) > 0.05 * cost(1));
   }
   // Estimated seconds of a forward over n tokens (n >= 1).
   double cost(int n) const;
+  // Estimated seconds of drafting n tokens (0 before a draft is measured).
+  double draft_cost(int n) const { return per_token_ ? draft_time_ * n : draft_time_; }
   int draft_max() const { return draft_max_; }
   // One decode-loop step end to end (drafting included): `drafted` when a
   // draft was made for it, giving `tokens` tokens in `seconds`. A drafted
@@ -96,9 +105,10 @@ class BlockPlanner {
  private:
   int draft_max_;
   bool adaptive_;
+  bool per_token_;  // DraftCost::PerToken: draft_time_ is seconds per drafted token
   std::vector<double> hits_, misses_;  // per draft position: decayed counts of outcomes
   std::vector<double> time_;          // EMA of seconds per forward size (0 = not measured)
-  double draft_time_ = 0;             // EMA of seconds per draft (soon after the last one)
+  double draft_time_ = 0;             // EMA of seconds per draft or drafted token (soon after the last draft)
   double catch_up_ = 0;               // EMA of seconds per missed position (drafts after a pause)
   struct StepRate {
     double tokens = 0, seconds = 0;  // EMAs per step

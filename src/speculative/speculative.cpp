@@ -56,7 +56,7 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
                                     const std::function<bool(std::string_view)>& on_text, SpeculativeStats* stats) {
   if (opt.max_tokens < 0) fail_as(ErrorCode::InvalidArgument, "max tokens ", opt.max_tokens, " must be >= 0");
   check_speculative_options(spec);
-  BlockPlanner planner(spec.draft_max, spec.adaptive);
+  BlockPlanner planner(spec.draft_max, spec.adaptive, drafter.draft_cost_kind());
   const bool greedy = opt.sampling.temperature == 0.0f;
   Sampler sampler(opt.sampling);
   const Tokenizer& tok = session.tokenizer();
@@ -94,7 +94,7 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     st.prompt_draft_seconds = dt;
     r.prefill_seconds += dt;
     planner.record_catch_up(dt, static_cast<int>(drafted_at));
-    planner.expect_draft_cost(drafter.draft_cost_in_catch_ups(spec.draft_max, static_cast<int>(input.size())));
+    planner.expect_draft_cost(drafter.draft_cost_in_catch_ups(spec.draft_max, static_cast<int>(input.size())), spec.draft_max);
   }
   TextStream stream(tok, opt.stop_strings);
   std::vector<int32_t> history(input.begin(), input.end());
@@ -228,10 +228,11 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
       } else {
         drafter.draft(history, planner.draft_request(room), draft);
       }
+      const int drafted = static_cast<int>(draft.size());  // what the drafter ran, before a constraint cuts it
       if (matcher) trim_to_constraint(*matcher, tok, draft);
       const double dt = seconds_since(td);
       st.draft_seconds += dt;
-      planner.record_draft_time(dt, static_cast<int>(history.size() - drafted_at));
+      planner.record_draft_time(dt, static_cast<int>(history.size() - drafted_at), drafted);
       drafted_at = history.size();
     }
     int available = static_cast<int>(draft.size());

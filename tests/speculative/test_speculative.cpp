@@ -391,6 +391,59 @@ TEST(Speculative, PlannerFallsBackToPlainWhenDraftsFailAndGrowsBlocksWhenTheyHit
   EXPECT_THROW(BlockPlanner(33, true), Error);
 }
 
+// A draft model's draft costs one forward per token: the planner weighs a
+// block of k against drafting k tokens, not against the last draft's
+// length. Acceptance falling with the position (0.92 at the first, 0.48 at
+// the tenth by the decayed counts), a cheap verify and a draft token at 0.15
+// of a step: a block of 5 by the per-token cost, 9 by the per-draft one.
+TEST(Speculative, PlannerCostsAModelDraftPerToken) {
+  auto planner = [](DraftCost kind) {
+    BlockPlanner p(16, true, kind);
+    for (int n = 1; n <= 17; ++n) p.record_time(n, 1.0 + 0.05 * (n - 1));
+    for (int i = 0; i < 200; ++i) p.record_acceptance(16, i % 10 == 0 ? 16 : std::min(i % 10, 16));
+    return p;
+  };
+  BlockPlanner tok = planner(DraftCost::PerToken), whole = planner(DraftCost::PerDraft);
+  tok.record_draft_time(1.2, 0, 8);  // 8 tokens drafted in 1.2 steps' time
+  whole.record_draft_time(1.2, 0, 8);
+  EXPECT_DOUBLE_EQ(tok.draft_cost(1), 0.15);
+  EXPECT_DOUBLE_EQ(tok.draft_cost(4), 0.6);
+  EXPECT_DOUBLE_EQ(whole.draft_cost(1), 1.2);
+  EXPECT_DOUBLE_EQ(whole.draft_cost(4), 1.2);
+  // The per-token planner's block is the best by its own model, evaluated
+  // here from the outside (expected tokens over draft plus verify time) ...
+  auto rate = [&](int k) {
+    double expected = 1, ak = 1;
+    for (int i = 0; i < k; ++i) ak *= tok.acceptance_rate(i), expected += ak;
+    return k == 0 ? 1.0 / tok.cost(1) : expected / (0.15 * k + tok.cost(k + 1));
+  };
+  const int k = tok.choose(16);
+  ASSERT_GT(k, 0) << "a cheap verify and good drafts pay";
+  for (int j = 0; j <= 16; ++j) EXPECT_LE(rate(j), rate(k) + 1e-12) << "block " << j << " beats the choice " << k;
+  // ... and shorter than the block a per-draft cost would choose, where
+  // drafting 2 tokens looks as dear as drafting 8.
+  EXPECT_LT(k, whole.choose(16));
+  EXPECT_EQ(tok.draft_request(16), k + 1);
+  // A draft after a pause: its tokens' cost is taken off before the rest
+  // counts as catching up on the missed positions.
+  BlockPlanner pause(16, true, DraftCost::PerToken);
+  for (int i = 0; i < 40; ++i) pause.record_acceptance(4, 0);  // drafts fail: paused, a 1-token exploring draft
+  pause.record_draft_time(0.4, 0, 4);     // 0.1 a token
+  pause.record_draft_time(4.4, 100, 4);   // 0.4 of drafting, 4.0 over 100 missed positions
+  pause.record_time(1, 1.0);
+  for (int i = 0; i < 100; ++i) pause.record_step(false, 1, 1.0);
+  EXPECT_DOUBLE_EQ(pause.draft_cost(1), 0.1) << "the draft after the pause is not a draft's own cost";
+  ASSERT_EQ(pause.choose(16), 0);
+  EXPECT_TRUE(pause.may_explore(45, 0)) << "0.1 x 1 + 0.04 x 45 <= 2% of 100 steps";
+  EXPECT_FALSE(pause.may_explore(50, 0)) << "0.1 + 0.04 x 50 > 2";
+  // An estimate of a whole draft (expect_draft_cost) is spread over its rows.
+  BlockPlanner est(16, true, DraftCost::PerToken);
+  est.record_catch_up(0.1, 100);
+  est.expect_draft_cost(400.0, 16);  // 16 rows cost 400 positions of catch-up: 0.4 s
+  EXPECT_DOUBLE_EQ(est.draft_cost(16), 0.4);
+  EXPECT_DOUBLE_EQ(est.draft_cost(1), 0.025);
+}
+
 // Sampling: the first two generated tokens of speculative sampling (a fixed
 // draft verified for the second) against the exact joint distribution
 // computed from the model's own logits, over many seeds.
