@@ -39,8 +39,11 @@ constexpr int float_rows_per_pass() {
 
 // Rows [r, r + R) x tokens [t0, t0 + T): each 16-column weight chunk of the
 // R rows is loaded and widened once, each activation chunk once per step.
+// `prefetch`: the weight streams are read ahead (prefetch.h), as the
+// quantized GEMVs do in a matmul of at most kPrefetchTokens tokens (the
+// same results: a prefetch never faults and changes no value).
 template <class V, DType D, int R, int T>
-void float_rows(const MatmulJob& job, int64_t r, int t0) {
+void float_rows(const MatmulJob& job, int64_t r, int t0, bool prefetch) {
   const int64_t cols = job.cols, rows = job.rows;
   const int esz = D == DType::F32 ? 4 : 2;
   const uint8_t* row[R];
@@ -49,7 +52,19 @@ void float_rows(const MatmulJob& job, int64_t r, int t0) {
   for (auto& a : acc)
     for (auto& v : a) v = V::zero_f();
   int64_t k = 0;
+  // The R rows are one contiguous block, read as R streams of a row each.
+  // Rows shorter than kWeightPrefetchBytes (the 512-byte rows of a
+  // hidden-256 f16 head) are streams too short for the hardware
+  // prefetchers: the rows whole passes (at least kWeightPrefetchBytes)
+  // ahead are read at the same column. Longer rows are left to the
+  // hardware (prefetching them 2 KB ahead cost pocket-0.3b's f16 decode
+  // 3%; docs/benchmarks.md).
+  const int64_t row_bytes = cols * esz, pass_bytes = R * row_bytes;
+  const int64_t ahead = (kWeightPrefetchBytes + pass_bytes - 1) / pass_bytes * pass_bytes;
+  prefetch = prefetch && row_bytes < kWeightPrefetchBytes;
   for (; k + 16 <= cols; k += 16) {
+    if (prefetch && (k * esz) % 64 == 0)  // a new cache line of each row
+      for (int i = 0; i < R; ++i) __builtin_prefetch(row[i] + k * esz + ahead);
     typename V::F wv[R];
     for (int i = 0; i < R; ++i) wv[i] = load_w<V, D>(row[i], k);
     for (int t = 0; t < T; ++t) {
@@ -74,9 +89,11 @@ template <class V, DType D>
 void matmul_float(const MatmulJob& job, int64_t r0, int64_t r1) {
   constexpr int R = float_rows_per_pass<V>();
   int64_t r = r0;
+  const bool stream = job.n <= kPrefetchTokens;
   for (; r + R <= r1; r += R)
-    for_token_tiles(job.n, [&]<int T>(int t0) { float_rows<V, D, R, T>(job, r, t0); });
-  for (; r < r1; ++r) for_token_tiles(job.n, [&]<int T>(int t0) { float_rows<V, D, 1, T>(job, r, t0); });
+    for_token_tiles(job.n, [&]<int T>(int t0) { float_rows<V, D, R, T>(job, r, t0, stream && t0 == 0); });
+  for (; r < r1; ++r)
+    for_token_tiles(job.n, [&]<int T>(int t0) { float_rows<V, D, 1, T>(job, r, t0, stream && t0 == 0); });
 }
 
 template <class V>
