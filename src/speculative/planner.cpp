@@ -24,7 +24,10 @@ void update_ema(double& avg, double sample) {
 }  // namespace
 
 BlockPlanner::BlockPlanner(int draft_max, bool adaptive, DraftCost draft_cost)
-    : draft_max_(draft_max), adaptive_(adaptive), per_token_(draft_cost == DraftCost::PerToken), time_(static_cast<size_t>(draft_max) + 2, 0.0) {
+    : draft_max_(draft_max),
+      adaptive_(adaptive),
+      per_token_(draft_cost == DraftCost::PerToken),
+      time_(static_cast<size_t>(draft_max) + 2, 0.0) {
   if (draft_max < 1 || draft_max > 32) fail_as(ErrorCode::InvalidArgument, "draft length ", draft_max, " must be in 1..32");
   hits_.assign(static_cast<size_t>(draft_max), 2.0);  // the prior: 2 hits, 1 miss
   misses_.assign(static_cast<size_t>(draft_max), 1.0);
