@@ -201,6 +201,12 @@ inline std::string shared_dir() {
   return POCKET_SHARED_DIR;
 }
 
+// The real tokenizers below: the targets that use them load them in
+// LLVMFuzzerInitialize. A load takes about a second under ASan, which would
+// otherwise count against the first input's time limit (-timeout, wall
+// time); a fork-mode job starved of the CPU by other work then reported its
+// first input as a timeout (session 27: two such inputs of
+// fuzz_tokenize_diff ran in 0 ms on their own).
 inline const std::shared_ptr<const Tokenizer>& qwen3_tokenizer_ptr() {
   static const std::shared_ptr<const Tokenizer> tok = [] {
     const std::string d = shared_dir() + "/tokenizers/qwen3/";
@@ -228,11 +234,6 @@ inline const Tokenizer& chat_tokenizer() {
   return *tok;
 }
 
-// The targets that use these load them in LLVMFuzzerInitialize: about a
-// second under ASan, which would otherwise count against the first input's
-// time limit (-timeout, wall time), and a fork-mode job starved of the CPU
-// by other work then reported its first input as a timeout (session 27:
-// two such inputs of fuzz_tokenize_diff ran in 0 ms on their own).
 inline const Tokenizer& tok512_tokenizer() {
   static const std::shared_ptr<const Tokenizer> tok =
       Tokenizer::create(vocab_from_llama2c(shared_dir() + "/models/tok512.bin", 512));

@@ -22,7 +22,7 @@ class BlockPlanner {
 
   // Draft length to verify when `available` tokens are drafted.
   int choose(int available) const;
-  // A forward of `tokens` rows took `seconds`; drafting took `seconds`.
+  // A forward of `tokens` rows took `seconds`.
   void record_time(int tokens, double seconds);
   // A draft of `drafted` tokens took `seconds`, `missed` positions after
   // the previous draft (a drafter with per-position state catches up on
