@@ -21,13 +21,22 @@ constexpr double kOutlier = 3.0;
 void update_ema(double& avg, double sample) {
   avg = avg == 0 ? sample : kTimeDecay * avg + (1 - kTimeDecay) * std::min(sample, kOutlier * avg);
 }
+// update_ema, but the fastest sample while fewer than kWarmSamples are
+// taken (counted in `samples`).
+void update_warm(double& avg, int& samples, double sample) {
+  if (samples++ < BlockPlanner::kWarmSamples)
+    avg = avg == 0 ? sample : std::min(avg, sample);
+  else
+    update_ema(avg, sample);
+}
 }  // namespace
 
 BlockPlanner::BlockPlanner(int draft_max, bool adaptive, DraftCost draft_cost)
     : draft_max_(draft_max),
       adaptive_(adaptive),
       per_token_(draft_cost == DraftCost::PerToken),
-      time_(static_cast<size_t>(draft_max) + 2, 0.0) {
+      time_(static_cast<size_t>(draft_max) + 2, 0.0),
+      time_samples_(time_.size(), 0) {
   if (draft_max < 1 || draft_max > 32) fail_as(ErrorCode::InvalidArgument, "draft length ", draft_max, " must be in 1..32");
   hits_.assign(static_cast<size_t>(draft_max), 2.0);  // the prior: 2 hits, 1 miss
   misses_.assign(static_cast<size_t>(draft_max), 1.0);
@@ -46,7 +55,7 @@ int BlockPlanner::draft_request(int room) const {
 
 void BlockPlanner::record_time(int tokens, double seconds) {
   if (tokens < 1 || tokens >= static_cast<int>(time_.size()) || !(seconds > 0)) return;
-  update_ema(time_[static_cast<size_t>(tokens)], seconds);
+  update_warm(time_[static_cast<size_t>(tokens)], time_samples_[static_cast<size_t>(tokens)], seconds);
 }
 
 void BlockPlanner::record_draft_time(double seconds, int missed, int drafted) {
@@ -68,8 +77,12 @@ void BlockPlanner::record_catch_up(double seconds, int positions) {
 }
 
 void BlockPlanner::expect_draft_cost(double catch_ups, int rows) {
-  if (draft_time_ > 0 || !(catch_ups > 0) || !(catch_up_ > 0)) return;
-  draft_time_ = catch_ups * catch_up_ / (per_token_ ? std::max(rows, 1) : 1);
+  if (catch_ups > 0 && catch_up_ > 0) expect_draft_time(catch_ups * catch_up_, rows);
+}
+
+void BlockPlanner::expect_draft_time(double seconds, int rows) {
+  if (draft_time_ > 0 || !(seconds > 0)) return;
+  draft_time_ = seconds / (per_token_ ? std::max(rows, 1) : 1);
   draft_expected_ = true;
 }
 
@@ -86,22 +99,43 @@ void BlockPlanner::record_step(bool drafted, int tokens, double seconds) {
   if (tokens < 1 || !(seconds > 0)) return;
   elapsed_ += seconds;
   tokens_ += tokens;
-  if (drafted) loss_ += seconds - tokens * plain_token_seconds();
-  StepRate& r = drafted ? drafted_steps_ : plain_steps_;
+  if (drafted) {
+    const double l = seconds - tokens * plain_token_seconds();
+    loss_ += plain_steps_.samples > 0 ? l : std::max(l, 0.0);
+  }
+  if (!drafted && time_[1] > 0) {
+    const double over = std::max(seconds / tokens - time_[1], 0.0);
+    plain_overhead_ = plain_steps_.samples == 0 ? over : kTimeDecay * plain_overhead_ + (1 - kTimeDecay) * over;
+  }
   drafted_since_plain_ = drafted ? drafted_since_plain_ + 1 : 0;
-  r.tokens = r.seconds == 0 ? tokens : kTimeDecay * r.tokens + (1 - kTimeDecay) * tokens;
-  update_ema(r.seconds, seconds);
+  if (drafted) {
+    StepRate& r = drafted_steps_;
+    r.tokens = r.seconds == 0 ? tokens : kTimeDecay * r.tokens + (1 - kTimeDecay) * tokens;
+    update_ema(r.seconds, seconds);
+    ++r.samples;
+  } else {  // per token; the seconds warm up as a forward's do
+    plain_steps_.tokens = 1;
+    update_warm(plain_steps_.seconds, plain_steps_.samples, seconds / tokens);
+  }
 }
 
 bool BlockPlanner::speculation_loses(double share) const {
   if (!adaptive_ || !costly_drafter() || drafted_steps_.seconds == 0 || plain_steps_.seconds == 0) return false;
-  return drafted_steps_.tokens / drafted_steps_.seconds < plain_steps_.tokens / plain_steps_.seconds ||
-         loss_ > share * elapsed_;
+  return drafted_steps_.seconds / drafted_steps_.tokens > plain_token_seconds() || loss_ > share * elapsed_;
 }
 
-// What plain decoding takes per token: its measured step, else one forward.
+// What plain decoding takes per token now: one forward (cost(1), which
+// every step's verify updates) plus what plain steps measured beyond their
+// forward (sampling, the loop's own work), but no more than the plain
+// steps' own average. That average moves only on plain steps, rare while a
+// drafter explores, so a slow early one (caches cold after the prompt)
+// would otherwise price plain decoding high for the rest of the run and
+// make every exploring draft look free (measured: pocket-mini's PQ4 file
+// with itself as the draft, 26 exploring drafts at ~0.2 ms over a 0.28 ms
+// plain step each counted as a loss of ~0.01 ms).
 double BlockPlanner::plain_token_seconds() const {
-  return plain_steps_.seconds > 0 ? plain_steps_.seconds / plain_steps_.tokens : cost(1);
+  if (plain_steps_.seconds == 0) return cost(1);
+  return std::min(plain_steps_.seconds / plain_steps_.tokens, cost(1) + plain_overhead_);
 }
 
 bool BlockPlanner::may_explore(int missed, int room, double share) const {

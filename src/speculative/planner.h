@@ -40,6 +40,9 @@ class BlockPlanner {
   // draft measured soon after another replaces it; one after a pause
   // measures the catch-up (the draft taken as the estimate).
   void expect_draft_cost(double catch_ups, int rows = 1);
+  // The same from a draft timed before decoding (a draft model drafting
+  // one token after the prompt's probe): `seconds` for `rows` tokens.
+  void expect_draft_time(double seconds, int rows = 1);
   // Of `drafted` positions checked, the first `accepted` matched (accepted
   // < drafted means a mismatch was seen at position accepted + 1).
   void record_acceptance(int drafted, int accepted);
@@ -66,7 +69,9 @@ class BlockPlanner {
   // One decode-loop step end to end (drafting included): `drafted` when a
   // draft was made for it, giving `tokens` tokens in `seconds`. A drafted
   // step also adds to the running loss: its seconds minus what plain
-  // decoding would have taken for its tokens (negative when it paid).
+  // decoding would have taken for its tokens (negative when it paid, but
+  // not before a plain step is measured: a gain against an unmeasured
+  // plain rate is not counted).
   void record_step(bool drafted, int tokens, double seconds);
   // Measured end to end, steps with drafting have given fewer tokens per
   // second than plain ones (both measured, a costly drafter; never when
@@ -95,11 +100,16 @@ class BlockPlanner {
   double elapsed() const { return elapsed_; }
   double loss() const { return loss_; }
   static constexpr double kLossShare = 0.02;
-  // A plain step is due to (re)measure the plain rate: none measured yet,
-  // or 32 steps with drafting since the last one.
+  // The first forwards after a prompt run 2-4x slower than later ones
+  // (measured on pocket-mini's PQ4 file: 0.7-0.9, 0.33-0.41, then
+  // 0.2-0.3 ms): until this many samples of a time are taken, its estimate
+  // is the fastest of them, not an average the first one would dominate.
+  static constexpr int kWarmSamples = 3;
+  // A plain step is due to (re)measure the plain rate: fewer than
+  // kWarmSamples measured yet, or 32 steps with drafting since the last one.
   // Only for a costly drafter: a free one loses nothing by drafting.
   bool wants_plain_step() const {
-    return adaptive_ && costly_drafter() && (plain_steps_.seconds == 0 || drafted_since_plain_ >= 32);
+    return adaptive_ && costly_drafter() && (plain_steps_.samples < kWarmSamples || drafted_since_plain_ >= 32);
   }
 
  private:
@@ -108,12 +118,15 @@ class BlockPlanner {
   bool per_token_;  // DraftCost::PerToken: draft_time_ is seconds per drafted token
   std::vector<double> hits_, misses_;  // per draft position: decayed counts of outcomes
   std::vector<double> time_;          // EMA of seconds per forward size (0 = not measured)
+  std::vector<int> time_samples_;     // samples taken per size
   double draft_time_ = 0;             // EMA of seconds per draft or drafted token (soon after the last draft)
   double catch_up_ = 0;               // EMA of seconds per missed position (drafts after a pause)
   struct StepRate {
     double tokens = 0, seconds = 0;  // EMAs per step
+    int samples = 0;
   } drafted_steps_, plain_steps_;
   int drafted_since_plain_ = 0;
+  double plain_overhead_ = 0;       // EMA of a plain step's seconds per token beyond its forward's
   double elapsed_ = 0, loss_ = 0;  // decode seconds so far; drafted steps' seconds over plain's
   int tokens_ = 0;                 // tokens the recorded steps gave
   bool draft_expected_ = false;    // draft_time_ is expect_draft_cost()'s estimate, not a measurement
