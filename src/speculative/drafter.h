@@ -63,7 +63,8 @@ class Drafter {
   // tokens so far) into `out` (cleared first); none is a valid answer.
   virtual void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) = 0;
   // Called after the prompt is prefilled, with the prompt or (a drafter
-  // with a cost estimate, below) its first kCatchUpProbe tokens, and again
+  // with a cost estimate, below, or DraftCost::PerToken) its first
+  // kCatchUpProbe tokens, and again
   // with the tokens run so far when drafting starts to pay: a drafter with
   // per-position state catches up on them here, so that the one-time cost
   // is not taken for the cost of every draft. `history` is always tokens

@@ -80,21 +80,33 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
 
   // The drafter's catch-up on the prompt: part of the prompt's time, not
   // planned as the cost of a draft, but the planner's first estimate of
-  // catching up after a pause. A drafter that estimates a draft's cost in
-  // catch-ups (DFlash) catches up only on a probe of the prompt here (the
-  // rate for the estimate); the rest waits until drafting is expected to
-  // pay (then caught up at once, below) or an exploring draft fits the loss
-  // budget, so a draft that cannot pay costs next to nothing.
-  const bool estimates = drafter.draft_cost_in_catch_ups(1, 1) > 0;
+  // catching up after a pause. A drafter whose draft's cost is known before
+  // decoding catches up only on a probe of the prompt here; the rest waits
+  // until drafting is expected to pay (then caught up at once, below) or an
+  // exploring draft fits the loss budget, so a draft that cannot pay costs
+  // next to nothing. DFlash estimates its draft in catch-ups (by
+  // multiply-adds); a draft model, one forward per drafted token, drafts one
+  // token after the probe, timed (its decode is bound by reading its
+  // weights, which multiply-adds do not price).
+  const bool per_token = drafter.draft_cost_kind() == DraftCost::PerToken;
+  const bool estimates = per_token || drafter.draft_cost_in_catch_ups(1, 1) > 0;
   size_t drafted_at = estimates ? std::min(input.size(), kCatchUpProbe) : input.size();  // the history's length at the last catch-up
   {
     auto td = Clock::now();
     drafter.prepare(input.first(drafted_at));
-    const double dt = seconds_since(td);
-    st.prompt_draft_seconds = dt;
-    r.prefill_seconds += dt;
+    double dt = seconds_since(td);
     planner.record_catch_up(dt, static_cast<int>(drafted_at));
     planner.expect_draft_cost(drafter.draft_cost_in_catch_ups(spec.draft_max, static_cast<int>(input.size())), spec.draft_max);
+    if (per_token) {
+      std::vector<int32_t> probe;
+      td = Clock::now();
+      drafter.draft(input.first(drafted_at), 1, probe);
+      const double dp = seconds_since(td);
+      planner.expect_draft_time(dp, 1);
+      dt += dp;
+    }
+    st.prompt_draft_seconds = dt;
+    r.prefill_seconds += dt;
   }
   TextStream stream(tok, opt.stop_strings);
   std::vector<int32_t> history(input.begin(), input.end());
@@ -145,6 +157,7 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
   };
 
   t0 = Clock::now();
+  double prompt_catch_up = 0;  // seconds of the loop's catch-ups spent on prompt positions
   std::vector<int32_t> draft, block;
   // Tree verification: the drafted tree, and the verified one with the
   // current token as its root (node 0).
@@ -217,6 +230,10 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
         drafter.prepare(std::span<const int32_t>(history).first(run));
         const double dc = seconds_since(tc);
         st.catch_up_seconds += dc;
+        // The prompt's share of it is the prompt's work deferred: it counts
+        // in the prompt's time, as a catch-up before decoding would have.
+        const size_t prompt_rest = input.size() > drafted_at ? input.size() - drafted_at : 0;
+        prompt_catch_up += dc * static_cast<double>(std::min(prompt_rest, run - drafted_at)) / static_cast<double>(run - drafted_at);
         planner.record_catch_up(dc, static_cast<int>(run - drafted_at));
         drafted_at = run;
         step_excluded = dc;
@@ -384,7 +401,8 @@ GenerateResult generate_speculative(Session& session, Drafter& drafter, std::spa
     if (on_text) on_text(tail);
   }
   if (matcher) r.constraint_complete = matcher->accepting() && r.stop != GenerateResult::Stop::StopString;
-  r.decode_seconds = seconds_since(t0);
+  r.decode_seconds = seconds_since(t0) - prompt_catch_up;
+  r.prefill_seconds += prompt_catch_up;
   if (stats) *stats = st;
   return r;
 }

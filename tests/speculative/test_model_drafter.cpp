@@ -188,6 +188,32 @@ TEST(ModelDrafter, PrepareCatchesUpOnTheHistoryAndKeepsTheDrafts) {
   EXPECT_EQ(a.size(), 5u);
 }
 
+// Before decoding, a draft model catches up on a probe of the prompt only
+// (kCatchUpProbe tokens) and drafts one token from it, timed: the planner
+// then knows a drafted token's cost before the first step, and the rest of
+// the prompt is caught up only once drafting is expected to pay (always,
+// without the adaptive planner), so a draft that cannot pay does not double
+// the prompt's time.
+TEST(ModelDrafter, CatchesUpOnAProbeOfThePromptUntilDraftingIsExpectedToPay) {
+  test::TempDir dir;
+  const LoadedModel target = tiny_qwen3(dir, DType::F32), q4 = tiny_qwen3(dir, DType::PQ4);
+  Session s(target.model, target.tokenizer, 256, 1);
+  ModelDrafter d(q4.model, q4.tokenizer, *target.tokenizer, 256, 1, 0.0f);
+  const auto in = test::some_tokens(100, 290, 11);
+  SpeculativeStats st;
+  generate_speculative(s, d, in, greedy_through_eos(0), {4, true}, {}, &st);
+  EXPECT_EQ(d.cached(), kCatchUpProbe);
+  EXPECT_GT(st.prompt_draft_seconds, 0.0);
+  EXPECT_EQ(st.catch_up_seconds, 0.0);
+  s.reset();
+  const auto want = s.generate(in, greedy_through_eos(12));
+  s.reset();
+  EXPECT_EQ(generate_speculative(s, d, in, greedy_through_eos(12), {4, false}, {}, &st).tokens, want.tokens);
+  EXPECT_GT(st.drafted, 0);
+  EXPECT_GT(st.catch_up_seconds, 0.0);
+  EXPECT_GE(d.cached(), in.size()) << "drafting caught up on the whole prompt";
+}
+
 // Under a constraint (each kind): the draft model's drafts are cut by the
 // matcher and the output equals constrained plain greedy decoding.
 TEST(ModelDrafter, ConstrainedGreedyEqualsPlain) {
