@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include "common/test_util.h"
 #include "constrained_check.h"
@@ -488,6 +489,45 @@ TEST(Speculative, PlannerChargesExploringDraftsAgainstTheCurrentPlainRate) {
   EXPECT_GT(p.loss(), 0.4e-3);
   EXPECT_LE(p.loss(), 0.02 * (p.elapsed() + 64 * 0.30e-3) + 0.2e-3) << "within the budget plus one step's overshoot";
   EXPECT_TRUE(p.speculation_loses());
+}
+
+// A draft model far dearer than the target (10 ms a drafted token against
+// stories260K's sub-millisecond steps): its one token timed after the
+// prompt's probe tells the planner before the first step, which is plain,
+// and no draft is ever made in the loop (one would cost more than the 2%
+// loss budget of the whole run). Before, the first step drafted --draft-max
+// tokens blind. The output is plain greedy decoding's.
+class SlowDraftModel : public Drafter {
+ public:
+  const char* name() const override { return "slow"; }
+  DraftCost draft_cost_kind() const override { return DraftCost::PerToken; }
+  void draft(std::span<const int32_t> history, int max, std::vector<int32_t>& out) override {
+    out.clear();
+    for (int i = 0; i < max; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      out.push_back(history.back());
+    }
+    ++drafts;
+  }
+  void prepare(std::span<const int32_t> history) override { prepared = history.size(); }
+  int drafts = 0;
+  size_t prepared = 0;
+};
+
+TEST(Speculative, ADraftModelThatCannotPayIsNeverRunInTheLoop) {
+  POCKET_SKIP_WHEN_EMULATED("the planner's decisions come from wall time, which emulation distorts");
+  const LoadedModel& m = stories();
+  Session s(m.model, m.tokenizer, 256, 1);
+  std::vector<int32_t> in = test::some_tokens(100, m.model->config().vocab_size, 5);
+  const auto want = plain(s, in, greedy(40));
+  SlowDraftModel slow;
+  SpeculativeStats st;
+  expect_same(speculative(s, slow, in, greedy(40), {8, true}, &st), want, "slow draft model");
+  EXPECT_EQ(slow.drafts, 1) << "only the timed token after the probe";
+  EXPECT_EQ(slow.prepared, kCatchUpProbe) << "the prompt's rest is never caught up";
+  EXPECT_EQ(st.drafted, 0);
+  EXPECT_EQ(st.verify_steps, 0);
+  EXPECT_GT(st.prompt_draft_seconds, 0.009);
 }
 
 // Sampling: the first two generated tokens of speculative sampling (a fixed
