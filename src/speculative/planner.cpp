@@ -157,7 +157,7 @@ double BlockPlanner::cost(int n) const {
   return prior(n);
 }
 
-int BlockPlanner::choose(int available) const {
+int BlockPlanner::choose(int available, double draft_scale) const {
   const int most = std::min(available, draft_max_);
   if (most <= 0) return 0;
   if (!adaptive_) return most;
@@ -169,7 +169,7 @@ int BlockPlanner::choose(int available) const {
   for (int k = 1; k <= most; ++k) {
     ak *= acceptance_rate(k - 1);
     expected += ak;
-    const double rate = expected / (draft_cost(k) + cost(k + 1));
+    const double rate = expected / (draft_scale * draft_cost(k) + cost(k + 1));
     if (rate > best_rate) best = k, best_rate = rate;
   }
   return best;

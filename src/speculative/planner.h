@@ -21,7 +21,7 @@ class BlockPlanner {
   BlockPlanner(int draft_max, bool adaptive, DraftCost draft_cost = DraftCost::PerDraft);
 
   // Draft length to verify when `available` tokens are drafted.
-  int choose(int available) const;
+  int choose(int available) const { return choose(available, 1.0); }
   // A forward of `tokens` rows took `seconds`.
   void record_time(int tokens, double seconds);
   // A draft of `drafted` tokens took `seconds`, `missed` positions after
@@ -105,11 +105,21 @@ class BlockPlanner {
   // 0.2-0.3 ms): until this many samples of a time are taken, its estimate
   // is the fastest of them, not an average the first one would dominate.
   static constexpr int kWarmSamples = 3;
-  // A plain step is due to (re)measure the plain rate: fewer than
-  // kWarmSamples measured yet, or 32 steps with drafting since the last one.
-  // Only for a costly drafter: a free one loses nothing by drafting.
+  // How much slower than later ones the first forward after a prompt may
+  // run: a draft that would pay at this many times its cost need not wait
+  // for the warm-up's plain steps.
+  static constexpr double kColdFactor = 4.0;
+  // A plain step is due to (re)measure the plain rate: none measured yet;
+  // fewer than kWarmSamples, unless drafting pays even with the draft
+  // priced kColdFactor times higher (the plain steps measured so far may be
+  // that much slower than they will be); or 32 steps with drafting since
+  // the last one. Only for a costly drafter: a free one loses nothing by
+  // drafting.
   bool wants_plain_step() const {
-    return adaptive_ && costly_drafter() && (plain_steps_.samples < kWarmSamples || drafted_since_plain_ >= 32);
+    if (!adaptive_ || !costly_drafter()) return false;
+    if (plain_steps_.samples == 0) return true;
+    if (plain_steps_.samples < kWarmSamples) return choose(draft_max_, kColdFactor) == 0;
+    return drafted_since_plain_ >= 32;
   }
 
  private:
@@ -131,6 +141,8 @@ class BlockPlanner {
   int tokens_ = 0;                 // tokens the recorded steps gave
   bool draft_expected_ = false;    // draft_time_ is expect_draft_cost()'s estimate, not a measurement
   double plain_token_seconds() const;
+  // choose() with the draft's cost taken `draft_scale` times.
+  int choose(int available, double draft_scale) const;
 };
 
 }  // namespace pocket

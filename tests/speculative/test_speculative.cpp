@@ -366,6 +366,19 @@ TEST(Speculative, PlannerFallsBackToPlainWhenDraftsFailAndGrowsBlocksWhenTheyHit
   EXPECT_DOUBLE_EQ(warm.cost(1), 0.35);
   warm.record_time(1, 0.25);
   EXPECT_DOUBLE_EQ(warm.cost(1), 0.8 * 0.35 + 0.2 * 0.25);
+  // A costly drafter waits for those warm-up plain steps, unless its draft
+  // pays even priced kColdFactor (4) times higher: a draft model at 2% of
+  // a step per token drafts after one plain step, one at 50% waits for 3.
+  for (double per_token : {0.02, 0.5}) {
+    BlockPlanner p(16, true, DraftCost::PerToken);
+    p.expect_draft_time(per_token);
+    EXPECT_TRUE(p.wants_plain_step()) << "no plain step measured";
+    for (int i = 0; i < BlockPlanner::kWarmSamples; ++i) {
+      p.record_time(1, 1.0);
+      p.record_step(false, 1, 1.0);
+      EXPECT_EQ(p.wants_plain_step(), per_token > 0.1 && i + 1 < BlockPlanner::kWarmSamples) << per_token << " after " << i + 1;
+    }
+  }
   // Acceptance per position (a block draft's later positions are weaker):
   // the first draft always right and the second always wrong give blocks
   // of one, and the drafter is asked for one more token than that.
