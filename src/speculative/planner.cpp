@@ -99,28 +99,27 @@ void BlockPlanner::record_step(bool drafted, int tokens, double seconds) {
   if (tokens < 1 || !(seconds > 0)) return;
   elapsed_ += seconds;
   tokens_ += tokens;
-  if (drafted) {
-    const double l = seconds - tokens * plain_token_seconds();
-    loss_ += plain_steps_.samples > 0 ? l : std::max(l, 0.0);
-  }
-  if (!drafted && time_[1] > 0) {
-    const double over = std::max(seconds / tokens - time_[1], 0.0);
-    plain_overhead_ = plain_steps_.samples == 0 ? over : kTimeDecay * plain_overhead_ + (1 - kTimeDecay) * over;
-  }
   drafted_since_plain_ = drafted ? drafted_since_plain_ + 1 : 0;
   if (drafted) {
+    const double l = seconds - tokens * plain_token_seconds();
+    loss_ += plain_samples_ > 0 ? l : std::max(l, 0.0);
     StepRate& r = drafted_steps_;
     r.tokens = r.seconds == 0 ? tokens : kTimeDecay * r.tokens + (1 - kTimeDecay) * tokens;
     update_ema(r.seconds, seconds);
-    ++r.samples;
-  } else {  // per token; the seconds warm up as a forward's do
-    plain_steps_.tokens = 1;
-    update_warm(plain_steps_.seconds, plain_steps_.samples, seconds / tokens);
+    return;
   }
+  // A plain step (one token): its time beyond the forward's, then its
+  // seconds, which warm up as a forward's do.
+  const double s = seconds / tokens;
+  if (time_[1] > 0) {
+    const double over = std::max(s - time_[1], 0.0);
+    plain_overhead_ = plain_samples_ == 0 ? over : kTimeDecay * plain_overhead_ + (1 - kTimeDecay) * over;
+  }
+  update_warm(plain_seconds_, plain_samples_, s);
 }
 
 bool BlockPlanner::speculation_loses(double share) const {
-  if (!adaptive_ || !costly_drafter() || drafted_steps_.seconds == 0 || plain_steps_.seconds == 0) return false;
+  if (!adaptive_ || !costly_drafter() || drafted_steps_.seconds == 0 || plain_samples_ == 0) return false;
   return drafted_steps_.seconds / drafted_steps_.tokens > plain_token_seconds() || loss_ > share * elapsed_;
 }
 
@@ -134,8 +133,8 @@ bool BlockPlanner::speculation_loses(double share) const {
 // with itself as the draft, 26 exploring drafts at ~0.2 ms over a 0.28 ms
 // plain step each counted as a loss of ~0.01 ms).
 double BlockPlanner::plain_token_seconds() const {
-  if (plain_steps_.seconds == 0) return cost(1);
-  return std::min(plain_steps_.seconds / plain_steps_.tokens, cost(1) + plain_overhead_);
+  if (plain_samples_ == 0) return cost(1);
+  return std::min(plain_seconds_, cost(1) + plain_overhead_);
 }
 
 bool BlockPlanner::may_explore(int missed, int room, double share) const {

@@ -117,8 +117,8 @@ class BlockPlanner {
   // drafting.
   bool wants_plain_step() const {
     if (!adaptive_ || !costly_drafter()) return false;
-    if (plain_steps_.samples == 0) return true;
-    if (plain_steps_.samples < kWarmSamples) return choose(draft_max_, kColdFactor) == 0;
+    if (plain_samples_ == 0) return true;
+    if (plain_samples_ < kWarmSamples) return choose(draft_max_, kColdFactor) == 0;
     return drafted_since_plain_ >= 32;
   }
 
@@ -133,8 +133,9 @@ class BlockPlanner {
   double catch_up_ = 0;               // EMA of seconds per missed position (drafts after a pause)
   struct StepRate {
     double tokens = 0, seconds = 0;  // EMAs per step
-    int samples = 0;
-  } drafted_steps_, plain_steps_;
+  } drafted_steps_;
+  double plain_seconds_ = 0;  // a plain step's seconds (one token): update_warm's estimate
+  int plain_samples_ = 0;     // plain steps measured
   int drafted_since_plain_ = 0;
   double plain_overhead_ = 0;       // EMA of a plain step's seconds per token beyond its forward's
   double elapsed_ = 0, loss_ = 0;  // decode seconds so far; drafted steps' seconds over plain's
