@@ -9,6 +9,8 @@
 #pragma once
 #include <cstdint>
 #include <limits>
+#include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -19,9 +21,31 @@
 
 namespace pocket::fuzz {
 
+// An allocator that differs from std::allocator only in its name, so that
+// the mutators' parser, lexer, DOM and serializer are template instances of
+// their own, not the library's (which parses with nlohmann::json).
+// fuzz/CMakeLists.txt builds the structure-aware targets' files without
+// comparison tracing, which cost ~17% of fuzz_hf_tokenizer_struct's time
+// inside its own parse and dump; the linker keeps one copy of an inline
+// function, so an instance shared with the library would have lost the
+// tracing there too. What is still shared (checked with nm) is small helpers:
+// the character read of a const char* input, number printing, the error
+// messages' string building.
+template <class T>
+struct MutatorAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = MutatorAllocator<U>;
+  };
+  MutatorAllocator() = default;
+  template <class U>
+  MutatorAllocator(const MutatorAllocator<U>&) noexcept {}
+};
+
 // std::map objects: ordered_json's linear key lookup made parsing a 50K-entry
 // vocabulary quadratic. Key order is not meaningful in JSON, so sorting is fine.
-using Json = nlohmann::json;
+using Json = nlohmann::basic_json<std::map, std::vector, std::string, bool, std::int64_t, std::uint64_t, double,
+                                  MutatorAllocator>;
 
 // Parses `text` as JSON; nullopt when it is not (the caller then mutates bytes).
 inline std::optional<Json> parse_json(std::string_view text) {
