@@ -3,6 +3,14 @@
 # scripts/fuzz.sh --build                  only build build/fuzz
 # scripts/fuzz.sh --seeds                  regenerate fuzz/corpus/ seeds with pocket_fuzz_seeds
 # scripts/fuzz.sh --list                   list the targets
+# scripts/fuzz.sh --campaign TARGET [TOTAL] run TARGET toward TOTAL executions (default
+#                                          10,000,000) in legs: each leg runs the rest on
+#                                          every core (-fork=nproc, nice 0, libFuzzer's temp
+#                                          files in /dev/shm) from the working corpus and
+#                                          appends its figures to build/fuzz/ledger.tsv
+# scripts/fuzz.sh --stop TARGET            end a campaign's leg cleanly (SIGTERM to the fork
+#                                          parent, which ignores SIGINT); the leg still counts
+# scripts/fuzz.sh --ledger                 each target's executions so far, from the ledger
 #
 # Installs clang and libclang-rt-14-dev via apt when missing (log in
 # build/logs/fuzz-apt.log), configures build/fuzz with clang and
@@ -37,6 +45,70 @@ seconds="${2:-60}"
 if [[ "$mode" == "--list" ]]; then
   printf '%s\n' "${targets[@]}"
   exit 0
+fi
+
+# --- campaigns: long runs in legs, counted in a ledger --------------------------
+# One row per leg, tab-separated (the header names the columns). A leg ends when its
+# runs are done, at --stop, or when its machine goes away (then nothing is recorded:
+# the corpus it grew still serves the next leg, its executions do not count).
+ledger="$work_root/ledger.tsv"
+ledger_total() {  # executions recorded for target $1
+  [[ -f "$ledger" ]] || { echo 0; return; }
+  awk -F'\t' -v t="$1" 'NR > 1 && $3 == t { s += $4 } END { print s + 0 }' "$ledger"
+}
+if [[ "$mode" == --ledger ]]; then
+  [[ -f "$ledger" ]] || { echo "fuzz: no ledger yet (build/fuzz/ledger.tsv)"; exit 0; }
+  awk -F'\t' 'NR > 1 { s[$3] += $4; n[$3]++; f[$3] += $8 } END {
+    for (t in s) printf "fuzz_%s: %d executions in %d legs, %d inputs saved\n", t, s[t], n[t], f[t] }' "$ledger" | sort
+  exit 0
+fi
+# The CPU as the ledger names it: the model and the widest x86 vector extension.
+cpu_name() {
+  local model flags ext=""
+  model=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')
+  flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | sed 's/.*: //') "
+  for f in amx_int8 avx512_vnni avx512f avx_vnni avx2; do
+    [[ "$flags" == *" $f "* ]] && { ext="$f"; break; }
+  done
+  echo "${model:-$(uname -m)}${ext:+ ($ext)}"
+}
+campaign_total=""
+if [[ "$mode" == --campaign || "$mode" == --stop ]]; then
+  t="${2:-}"; t="${t#fuzz_}"
+  if [[ -z "$t" || ! -f "$root/fuzz/$t.cpp" ]]; then
+    echo "fuzz: $mode needs a target (targets: ${targets[*]})" >&2
+    exit 2
+  fi
+  if [[ "$mode" == --stop ]]; then
+    # The fork parent is the one process of the target whose arguments hold -fork=.
+    pids=$(pgrep -f "fuzz/fuzz_$t .*-fork=" || true)
+    [[ -n "$pids" ]] || { echo "fuzz: no campaign leg of fuzz_$t is running" >&2; exit 1; }
+    # shellcheck disable=SC2086
+    kill -TERM $pids
+    echo "fuzz: asked fuzz_$t to stop (pid $pids); its leg is recorded once its jobs have ended"
+    exit 0
+  fi
+  campaign_total="${3:-10000000}"
+  if ! [[ "$campaign_total" =~ ^[0-9]+$ ]]; then
+    echo "fuzz: TOTAL must be a number of executions (got '$campaign_total')" >&2
+    exit 2
+  fi
+  done_runs=$(ledger_total "$t")
+  if ((done_runs >= campaign_total)); then
+    echo "fuzz: fuzz_$t has $done_runs executions in the ledger, at least $campaign_total: nothing to run"
+    exit 0
+  fi
+  mode="$t"
+  seconds=86400
+  # The cores shared at the test command's priority: at nice 19 a starved job's first
+  # input once passed the 10 s limit (docs/reliability.md, fuzz_tokenize_diff).
+  nice_level="${POCKET_FUZZ_NICE:-0}"
+  POCKET_FUZZ_ARGS="-fork=$(nproc) -runs=$((campaign_total - done_runs)) ${POCKET_FUZZ_ARGS:-}"
+  POCKET_FUZZ_LOG_TAG="${POCKET_FUZZ_LOG_TAG:-campaign-$(date -u +%Y%m%dT%H%M%S)}"
+  # The jobs' corpus and feature files: ~8% of fuzz_safetensors_struct's time went to
+  # creating ext4 inodes for them.
+  [[ -d /dev/shm && -w /dev/shm ]] && export TMPDIR=/dev/shm
+  echo "fuzz: campaign fuzz_$t: $done_runs of $campaign_total executions in the ledger; this leg runs the rest"
 fi
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || ((seconds < 1)); then
   echo "fuzz: SECONDS must be a positive integer (got '$seconds')" >&2
@@ -153,6 +225,15 @@ for t in "${run_list[@]}"; do
   kinds=$(find "$art" -type f -newer "$log.start" -printf '%f\n' 2>/dev/null | sed 's/-[0-9a-f]*$//' | sort | uniq -c |
           awk '{printf "%s%d %s", (NR > 1 ? ", " : ""), $1, $2}')
   line="fuzz_$t: ${runs:-?} runs, ${eps:-?} exec/s, cov ${cov:-?}, ft ${ft:-?}, $found inputs saved${kinds:+ ($kinds)}"
+  if [[ -n "$campaign_total" ]]; then
+    ((rc == 72)) && rc=0  # libFuzzer's exit after a SIGTERM ("run interrupted"): --stop
+    [[ -f "$ledger" ]] || printf 'start\tend\ttarget\truns\texec_per_s\tcov\tft\tsaved\texit\tcommit\tcpu\n' >"$ledger"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+      "$(date -u -r "$log.start" +%FT%TZ)" "$(date -u +%FT%TZ)" "$t" "${runs:-0}" "${eps:-?}" "${cov:-?}" "${ft:-?}" \
+      "$found" "$rc" "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \
+      "$(cpu_name)" >>"$ledger"
+    line+="; campaign total $(ledger_total "$t") of $campaign_total (build/fuzz/ledger.tsv)"
+  fi
   if ((rc != 0 || found > 0)); then
     status=1
     newest=$(ls -t "$art" 2>/dev/null | head -1)
