@@ -100,6 +100,7 @@ if [[ "$mode" == --campaign || "$mode" == --stop ]]; then
   fi
   mode="$t"
   seconds=86400
+  campaign_commit=$(git -C "$root" describe --always --dirty 2>/dev/null || echo '?')  # what the leg's binary is built from
   # The cores shared at the test command's priority: at nice 19 a starved job's first
   # input once passed the 10 s limit (docs/reliability.md, fuzz_tokenize_diff).
   nice_level="${POCKET_FUZZ_NICE:-0}"
@@ -227,12 +228,15 @@ for t in "${run_list[@]}"; do
   line="fuzz_$t: ${runs:-?} runs, ${eps:-?} exec/s, cov ${cov:-?}, ft ${ft:-?}, $found inputs saved${kinds:+ ($kinds)}"
   if [[ -n "$campaign_total" ]]; then
     ((rc == 72)) && rc=0  # libFuzzer's exit after a SIGTERM ("run interrupted"): --stop
+    # The leg's own rate (the status line's is the last job's).
+    elapsed=$(($(date +%s) - $(date -r "$log.start" +%s)))
+    eps=$(( ${runs:-0} / (elapsed > 0 ? elapsed : 1) ))
     [[ -f "$ledger" ]] || printf 'start\tend\ttarget\truns\texec_per_s\tcov\tft\tsaved\texit\tcommit\tcpu\n' >"$ledger"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
       "$(date -u -r "$log.start" +%FT%TZ)" "$(date -u +%FT%TZ)" "$t" "${runs:-0}" "${eps:-?}" "${cov:-?}" "${ft:-?}" \
-      "$found" "$rc" "$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')" \
+      "$found" "$rc" "$campaign_commit" \
       "$(cpu_name)" >>"$ledger"
-    line+="; campaign total $(ledger_total "$t") of $campaign_total (build/fuzz/ledger.tsv)"
+    line+="; ${elapsed} s at $eps exec/s; campaign total $(ledger_total "$t") of $campaign_total (build/fuzz/ledger.tsv)"
   fi
   if ((rc != 0 || found > 0)); then
     status=1
