@@ -40,6 +40,17 @@ int ModelOptions::resolve_threads() const { return pocket::resolve_threads(threa
 
 int ModelOptions::resolve_context(const ModelConfig& cfg) const { return pocket::resolve_context(context, cfg); }
 
+void add_seed_option(CLI::App& app, uint64_t& seed, const std::string& description) {
+  app.add_option("--seed", seed, description)->check(CLI::Validator(
+      [](std::string& v) {
+        const size_t at = v.find_first_not_of(" \t");
+        return at != std::string::npos && v[at] == '-'
+                   ? "Value " + v + " is negative: a seed is an integer from 0 to 18446744073709551615"
+                   : std::string();
+      },
+      ""));
+}
+
 void GenerationFlags::add_to(CLI::App& app) {
   SamplerConfig& s = gen.sampling;
   app.add_option("-n,--max-tokens", gen.max_tokens, "Maximum tokens to generate")->check(CLI::Range(0, 1 << 22));
@@ -50,7 +61,7 @@ void GenerationFlags::add_to(CLI::App& app) {
   app.add_option("--repeat-penalty", s.repeat_penalty, "Repetition penalty (1 = off)")->check(CLI::Range(0.01, 100.0));
   app.add_option("--repeat-last-n", s.repeat_last_n, "Tokens the repetition penalty looks back")
       ->check(CLI::Range(0, 1 << 22));
-  app.add_option("--seed", s.seed, "Random seed");
+  add_seed_option(app, s.seed, "Random seed");
   app.add_option("--stop", gen.stop_strings, "Stop string (repeatable)");
   app.add_flag_function("--ignore-eos", [this](int64_t) { gen.stop_at_eos = false; }, "Do not stop at end-of-sequence tokens");
   app.add_flag("-q,--quiet", quiet, "Do not print statistics to stderr");

@@ -1,6 +1,7 @@
 // Options and helpers shared by the pocket subcommands.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,12 @@
 #include "runtime/loader.h"
 
 namespace pocket::cli {
+
+// --seed: a 64-bit unsigned seed. CLI11 reads "-1" into an unsigned option
+// as 2^64 - 1 (strtoull's wrap-around), so `--seed -1`, which means "a random
+// seed" to llama.cpp users, would silently run a fixed seed: a negative value
+// is refused by name instead.
+void add_seed_option(CLI::App& app, uint64_t& seed, const std::string& description);
 
 // --kv f16|q8|q4: the KV cache's element type. `planned`: the command also
 // takes --mem-budget, whose plan chooses the type when --kv is not given.

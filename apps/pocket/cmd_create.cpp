@@ -35,7 +35,7 @@ void add_create(CLI::App& app, int& rc) {
   CLI::App* sub = app.add_subcommand("create", "Write a Pocket file with deterministic synthetic weights at a preset shape");
   sub->add_option("--preset", a->preset, "pocket-0.3b, qwen3-0.6b, gemma3-270m, tiny-llama, tiny-qwen2, tiny-qwen3 or tiny-gemma3")->required();
   sub->add_option("-o,--output", a->out, "Pocket file to write")->required();
-  sub->add_option("--seed", a->seed, "Seed of the synthetic weights (default 1)");
+  add_seed_option(*sub, a->seed, "Seed of the synthetic weights (default 1)");
   sub->add_option("--weights", a->weights, "Weight type: q4, q5, q8 or f16 (default q4)");
   sub->add_option("--group", a->group, "Quantization group size: 32, 64 or 128 (default 64)");
   sub->add_option("--tokenizer", a->tokenizer,

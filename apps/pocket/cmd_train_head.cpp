@@ -149,7 +149,7 @@ void add_train_head(CLI::App& app, int& rc) {
   sub->add_option("--epochs", a->opt.train.max_epochs, "Maximum epochs (default 60)")->check(CLI::Range(1, 100000));
   sub->add_option("--patience", a->opt.train.patience, "Early stopping: epochs without a better val loss (default 6)")->check(CLI::Range(1, 100000));
   sub->add_option("--batch", a->opt.train.batch_size, "Minibatch size (default 64)")->check(CLI::Range(1, 1 << 20));
-  sub->add_option("--seed", a->opt.train.seed, "Seed for initialisation, shuffling and sampling (default 1)");
+  add_seed_option(*sub, a->opt.train.seed, "Seed for initialisation, shuffling and sampling (default 1)");
   sub->add_flag("--no-class-weights", a->no_class_weights, "Do not weight classes by inverse frequency");
   sub->add_option("--oos-label", a->opt.oos_label, "Label of out-of-scope examples (e.g. oos): tunes the route threshold on --val");
   sub->add_option("--threshold", a->opt.threshold, "Route threshold to store (default: tuned with --oos-label, else 0)")

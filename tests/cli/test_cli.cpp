@@ -68,6 +68,8 @@ TEST(Cli, BadInputGivesOneClearError) {
       {"run -m " + stories() + " --top-p 7", "", "--top-p", 2},
       {"run -m " + stories() + " -t 0", "", "--threads", 2},
       {"run -m " + stories() + " --bogus", "", "--bogus", 2},
+      {"run -m " + stories() + " --seed -1", "", "--seed: Value -1 is negative", 2},
+      {"create --preset tiny-llama --seed -5 -o /tmp/never-written.gguf", "", "--seed: Value -5 is negative", 2},
       {"run -m " + stories() + " -c 100000", "", "context", 1},
       {"run -m " + stories() + " -c 8 -p \"one two three four five six seven eight nine ten\"", "", "context", 1},
       {"run -m " + stories() + " --draft dflash", "", "--dflash DIR", 1},
