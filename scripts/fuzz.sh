@@ -225,18 +225,20 @@ for t in "${run_list[@]}"; do
   # since a timeout or slow unit on a starved machine is not a crash.
   kinds=$(find "$art" -type f -newer "$log.start" -printf '%f\n' 2>/dev/null | sed 's/-[0-9a-f]*$//' | sort | uniq -c |
           awk '{printf "%s%d %s", (NR > 1 ? ", " : ""), $1, $2}')
+  if [[ -n "$campaign_total" ]]; then
+    # A leg's own rate: the status line's is the last job's.
+    elapsed=$(($(date +%s) - $(date -r "$log.start" +%s)))
+    eps=$(( ${runs:-0} / (elapsed > 0 ? elapsed : 1) ))
+  fi
   line="fuzz_$t: ${runs:-?} runs, ${eps:-?} exec/s, cov ${cov:-?}, ft ${ft:-?}, $found inputs saved${kinds:+ ($kinds)}"
   if [[ -n "$campaign_total" ]]; then
     ((rc == 72)) && rc=0  # libFuzzer's exit after a SIGTERM ("run interrupted"): --stop
-    # The leg's own rate (the status line's is the last job's).
-    elapsed=$(($(date +%s) - $(date -r "$log.start" +%s)))
-    eps=$(( ${runs:-0} / (elapsed > 0 ? elapsed : 1) ))
     [[ -f "$ledger" ]] || printf 'start\tend\ttarget\truns\texec_per_s\tcov\tft\tsaved\texit\tcommit\tcpu\n' >"$ledger"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
       "$(date -u -r "$log.start" +%FT%TZ)" "$(date -u +%FT%TZ)" "$t" "${runs:-0}" "${eps:-?}" "${cov:-?}" "${ft:-?}" \
       "$found" "$rc" "$campaign_commit" \
       "$(cpu_name)" >>"$ledger"
-    line+="; ${elapsed} s at $eps exec/s; campaign total $(ledger_total "$t") of $campaign_total (build/fuzz/ledger.tsv)"
+    line+=" over ${elapsed} s; campaign total $(ledger_total "$t") of $campaign_total (build/fuzz/ledger.tsv)"
   fi
   if ((rc != 0 || found > 0)); then
     status=1
