@@ -114,6 +114,7 @@ class GrammarBuilder {
   Grammar g_;
   std::vector<bool> defined_;
   size_t elems_ = 0;
+  std::array<int32_t, 256> single_{};  // per byte b: 1 + the index of the set {b} in g_.sets; 0: none yet
 };
 
 // Appends the UTF-8 byte-range sequences for [lo, hi].
