@@ -134,6 +134,16 @@ size_t FrameCache::bytes() {
   return bytes_;
 }
 
+std::shared_ptr<FrameCache> FrameCache::copy() {
+  auto c = std::make_shared<FrameCache>();
+  std::lock_guard<std::mutex> lock(mu_);
+  c->map_ = map_;
+  c->bytes_ = bytes_;
+  c->limit_ = limit_;
+  c->json_frames_claimed_.store(json_frames_claimed_.load());
+  return c;
+}
+
 void FrameCache::set_limit(size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   limit_ = bytes;

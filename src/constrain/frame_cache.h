@@ -100,6 +100,11 @@ class FrameCache {
   void insert(const Hash128& key, std::shared_ptr<const FrameMasks> masks);
   void set_limit(size_t bytes);
   size_t bytes();  // of the frames held
+  // A cache of its own holding the same frames (shared, immutable) and the
+  // same limit and JSON-frames claim: later inserts into either one are not
+  // seen by the other. E.g. a per-request scratch cache seeded from a warm
+  // one, dropped with the request.
+  std::shared_ptr<FrameCache> copy();
   // True for the first caller only: that one makes the pass of
   // json_frames.h over this vocabulary (a caller may claim it to skip it).
   bool claim_json_frames() { return !json_frames_claimed_.exchange(true); }

@@ -345,6 +345,38 @@ TEST(ConstrainMaskCache, CommonJsonFramesGiveTheMasksOfOwnWalks) {
   EXPECT_GT(warm_hits, cold_hits) << "no schema found a common frame";
 }
 
+TEST(ConstrainMaskCache, ACopiedCacheServesTheSameFramesAndKeepsItsOwnInserts) {
+  // FrameCache::copy: a vocabulary whose cache is a copy of a warm one finds
+  // the common JSON frames without walking them again (the claim is copied),
+  // gives the masks of a cold vocabulary, and the frames its own walks add
+  // stay in the copy: the original's size does not move.
+  const std::vector<std::string> units = {"{", "}", "\"", "a", "B", ":", ",", "\\", "1", "-", "."};
+  std::mt19937 r1(9), r2(9);
+  auto warm = test_vocab(units, 200, r1), cold = test_vocab(units, 200, r2);
+  ASSERT_TRUE(cold->frame_cache->claim_json_frames());
+  ASSERT_TRUE(warm_json_frames(warm));
+  const size_t warm_bytes = warm->frame_cache->bytes();
+  ASSERT_GT(warm_bytes, 0u);
+  auto copied = std::make_shared<VocabIndex>(*warm);
+  copied->frame_cache = warm->frame_cache->copy();
+  EXPECT_EQ(copied->frame_cache->bytes(), warm_bytes);
+  EXPECT_FALSE(warm_json_frames(copied)) << "the copy lost the claim and walked the common frames again";
+  ConstraintSpec spec;
+  spec.kind = ConstraintSpec::Kind::JsonSchema;
+  spec.text = R"({"type":"object","properties":{"s":{"type":"string"},"n":{"type":"integer"}},"required":["s","n"],"additionalProperties":false})";
+  Matcher mc = compile_constraint(spec, copied)->matcher(), mo = compile_constraint(spec, cold)->matcher();
+  for (char ch : std::string(R"({"s":"aB\"1","n":-12})")) {
+    ASSERT_EQ(copy(mc.mask()), copy(mo.mask())) << "before " << ch;
+    ASSERT_TRUE(mc.advance_bytes(std::string(1, ch))) << ch;
+    ASSERT_TRUE(mo.advance_bytes(std::string(1, ch))) << ch;
+  }
+  ASSERT_EQ(copy(mc.mask()), copy(mo.mask()));
+  EXPECT_TRUE(mc.accepting());
+  EXPECT_GT(mc.stats().shared_hits, 0) << "no frame came from the copied cache";
+  EXPECT_GT(copied->frame_cache->bytes(), warm_bytes) << "the walk added no frame (the test proves nothing)";
+  EXPECT_EQ(warm->frame_cache->bytes(), warm_bytes) << "an insert into the copy reached the original";
+}
+
 }  // namespace
 }  // namespace pocket::constrain
 
