@@ -24,6 +24,8 @@ struct BenchArgs {
   bool json = false;
   std::string kv = "f16";
   std::vector<int> verify;  // --verify: speculative decoding's verify cost instead
+  CLI::Option* prompt_opt = nullptr;  // -p and --runs: given by the user (--verify keeps its own defaults otherwise)
+  CLI::Option* runs_opt = nullptr;
   ConstraintFlags constraint;
   std::string constraint_corpus;  // a folder of JSON Schemas
   std::string constraint_walks;   // where to write the constrained runs' tokens
@@ -32,7 +34,11 @@ struct BenchArgs {
 int run_verify_bench(const BenchArgs& a) {
   speculative_bench::Options o;
   o.blocks = a.verify;
+  if (a.constraint.given())
+    throw CLI::ValidationError("--verify", "measures unconstrained forwards; drop the constraint option");
   o.gen = a.opt.gen;
+  if (a.prompt_opt->count() > 0) o.context = a.opt.prompt;
+  if (a.runs_opt->count() > 0) o.reps = a.opt.runs;
   o.threads = a.threads > 0 ? a.threads : std::max(1u, std::thread::hardware_concurrency());
   install_interrupt_handler();
   o.stop = &interrupt_flag();
@@ -89,10 +95,10 @@ void add_bench(CLI::App& app, int& rc) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* sub = app.add_subcommand("bench", "Measure prefill and decode speed, memory, bandwidth use and energy");
   sub->add_option("-m,--model", a->model, "Model file or folder")->required();
-  sub->add_option("-p,--prompt", a->opt.prompt, "Tokens to prefill (default 512)");
+  a->prompt_opt = sub->add_option("-p,--prompt", a->opt.prompt, "Tokens to prefill (default 512)");
   sub->add_option("-n,--gen", a->opt.gen, "Tokens to decode after the prefill (default 128)");
   sub->add_option("-t,--threads", a->threads, "Threads (default: all cores)");
-  sub->add_option("--runs", a->opt.runs, "Measured runs after one warm-up (default 5)");
+  a->runs_opt = sub->add_option("--runs", a->opt.runs, "Measured runs after one warm-up (default 5)");
   sub->add_option("--watts-per-core", a->opt.watts_per_core,
                   "Power per busy core for the energy estimate when RAPL is not readable (default 5)");
   sub->add_option("--bandwidth-bytes", a->opt.bandwidth_bytes, "Bandwidth test buffer in bytes (default 1 GiB)");
@@ -105,17 +111,23 @@ void add_bench(CLI::App& app, int& rc) {
   add_kv_option(*sub, a->kv);
   sub->add_flag("--json", a->json, "Print one JSON object instead of a table");
   sub->add_flag("--exact-kquants", a->opt.exact_kquants, "Run GGUF Q4_K / Q5_K weights as stored (default: as PQ4 / PQ5, see `pocket run --help`)");
-  sub->add_option("--verify", a->verify,
-                  "Speculative decoding: cost of verifying K tokens in one forward vs one decode step, and the oracle "
-                  "ceiling, for each K given (e.g. --verify 2,4,8,16,32)")
-      ->delimiter(',')
-      ->check(CLI::Range(1, 33));
+  CLI::Option* verify =
+      sub->add_option("--verify", a->verify,
+                      "Speculative decoding: cost of verifying K tokens in one forward vs one decode step, and the "
+                      "oracle ceiling (-n tokens), for each K given (e.g. --verify 2,4,8,16,32); over a context of "
+                      "-p tokens (default here 256), the median of --runs timings (default here 7)")
+          ->delimiter(',')
+          ->check(CLI::Range(1, 33));
   a->constraint.add_to(*sub, "--any-json");
   sub->add_option("--constraint-corpus", a->constraint_corpus,
                   "Bench constrained decoding with every JSON Schema (*.json) in this folder");
   sub->add_option("--constraint-walks", a->constraint_walks,
                   "Write every constrained run's tokens to this JSON file ({\"schema#run\": [ids]}, for "
                   "bench_constrain_masks)");
+  // What the verify measurement does not use: refused rather than ignored.
+  for (const char* name : {"--json", "--ctx", "--mem-budget", "--kv", "--bandwidth-bytes", "--watts-per-core",
+                           "--exact-kquants", "--constraint-corpus", "--constraint-walks"})
+    verify->excludes(sub->get_option(name));
   sub->callback([a, &rc] { rc = a->verify.empty() ? run_bench(*a) : run_verify_bench(*a); });
 }
 

@@ -44,6 +44,9 @@ Report run(const std::string& model_path, const Options& opt) {
   const ModelConfig& cfg = m.model->config();
   const int max_k = std::max(1, *std::max_element(opt.blocks.begin(), opt.blocks.end()));
   const int n_ctx = opt.context + std::max(max_k, opt.gen) + 2;
+  if (cfg.max_seq_len > 0 && n_ctx > cfg.max_seq_len)
+    fail_as(ErrorCode::InvalidArgument, "verify bench: a context of ", opt.context, " + ", std::max(max_k, opt.gen) + 2,
+            " tokens (the largest block or the oracle's -n, and 2) exceeds the model's context of ", cfg.max_seq_len);
   Report r;
   r.path = model_path;
   r.isa = kernels::active_isa();

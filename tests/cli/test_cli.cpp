@@ -94,6 +94,11 @@ TEST(Cli, BadInputGivesOneClearError) {
       {"run -m " + stories() + " --draft lookup --draft-tree 1", "", "draft tree of 1 nodes", 1},
       {"run -m " + stories() + " --draft lookup --draft-tree 99", "", "--draft-tree", 2},
       {"run -m " + stories() + " --dflash /nonexistent/draft --draft-tree 8", "", "no such DFlash draft", 1},  // trees take DFlash drafts
+      {"bench -m " + stories() + " --verify 2 --json", "", "--json excludes --verify", 2},
+      {"bench -m " + stories() + " --verify 2 --kv q8", "", "--kv excludes --verify", 2},
+      {"bench -m " + stories() + " --verify 2 --any-json", "", "--verify: measures unconstrained forwards", 2},
+      {"bench -m " + stories() + " --verify 2 -p 100000", "", "exceeds the model's context of 512", 1},
+      {"bench -m " + stories() + " --verify 40", "", "--verify", 2},
       {"frobnicate", "", "frobnicate", 2},
       {"info", "", "model", 2},
   };
@@ -102,6 +107,27 @@ TEST(Cli, BadInputGivesOneClearError) {
     EXPECT_EQ(r.code, c.code) << c.args << "\n" << r.out;
     EXPECT_NE(r.out.find(c.must_mention), std::string::npos) << c.args << "\n" << r.out;
   }
+}
+
+// pocket bench --verify: one row per block size with a positive verify time
+// and cost, over the context -p gives (its own default otherwise).
+TEST(Cli, BenchVerifyMeasuresEachBlockSize) {
+  auto r = run("bench -m " + stories() + " --verify 2,4 -t 1 -n 8 -p 40 --runs 2");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("| context 40"), std::string::npos) << r.out;
+  for (const std::string k : {"2", "4"}) {
+    const size_t at = r.out.find("\n| " + k + " | ");
+    ASSERT_NE(at, std::string::npos) << "no row for k = " << k << "\n" << r.out;
+    // | k | verify ms | x decode step | ...
+    const std::string row = r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+    double ms = 0, cost = 0;
+    ASSERT_EQ(std::sscanf(row.c_str(), "| %*d | %lf | %lf |", &ms, &cost), 2) << row;
+    EXPECT_GT(ms, 0.0) << row;
+    EXPECT_GT(cost, 0.0) << row;
+  }
+  auto d = run("bench -m " + stories() + " --verify 2 -t 1 -n 8");
+  ASSERT_EQ(d.code, 0) << d.out;
+  EXPECT_NE(d.out.find("| context 256"), std::string::npos) << d.out;
 }
 
 // pocket draft-vocab: a ranking file of the model's vocabulary, its end-of-
