@@ -58,8 +58,9 @@ ledger_total() {  # executions recorded for target $1
 }
 if [[ "$mode" == --ledger ]]; then
   [[ -f "$ledger" ]] || { echo "fuzz: no ledger yet (build/fuzz/ledger.tsv)"; exit 0; }
-  awk -F'\t' 'NR > 1 { s[$3] += $4; n[$3]++; f[$3] += $8 } END {
-    for (t in s) printf "fuzz_%s: %d executions in %d legs, %d inputs saved\n", t, s[t], n[t], f[t] }' "$ledger" | sort
+  awk -F'\t' 'NR > 1 { s[$3] += $4; n[$3]++; f[$3] += $8; o[$3] += $12 } END {
+    for (t in s) printf "fuzz_%s: %d executions in %d legs, %d inputs saved%s\n", t, s[t], n[t], f[t],
+      o[t] ? sprintf("; leak check turned off in %d processes", o[t]) : "" }' "$ledger" | sort
   exit 0
 fi
 # The CPU as the ledger names it: the model and the widest x86 vector extension.
@@ -204,10 +205,28 @@ for t in "${run_list[@]}"; do
   touch "$log.start"
   echo "fuzz: fuzz_$t for ${seconds}s (log: build/logs/$(basename "$log"))"
   rc=0
+  # libFuzzer turns its leak check off, with one INFO line, once 1,000 inputs have ended with more
+  # mallocs than frees (a target that keeps state across inputs); after that "0 leaks" means
+  # nothing. Fork mode's jobs write their logs under TMPDIR and delete them, so a watcher reads
+  # them while they run (any campaign's: one runs at a time, on every core; jobs shorter than its
+  # 5 s poll are not seen, and the message comes only after a job's first 1,000 such inputs).
+  off_jobs="$log.leak-check-off"
+  : >"$off_jobs"
+  watcher=""
+  if [[ "${POCKET_FUZZ_ARGS:-}" == *-fork=* ]]; then
+    (while sleep 5; do
+      grep -l 'disabled leak detection' "${TMPDIR:-/tmp}"/libFuzzerTemp.FuzzWithFork*.dir/*.log 2>/dev/null >>"$off_jobs"
+    done) &
+    watcher=$!
+  fi
   # shellcheck disable=SC2086
   nice -n "$nice_level" "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 \
     -malloc_limit_mb=1024 -timeout=10 -print_final_stats=1 -artifact_prefix="$art/" "${dict[@]}" \
     ${POCKET_FUZZ_ARGS:-} "$work" >"$log" 2>&1 || rc=$?
+  [[ -n "$watcher" ]] && { kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null || true; }
+  grep -q 'disabled leak detection' "$log" && echo "$log" >>"$off_jobs"
+  leak_off=$(sort -u "$off_jobs" | grep -c . || true)
+  rm -f "$off_jobs"
   # -fork=N: the parent's last status line ("#N: cov: ... exec/s R ... job: J") holds the
   # totals; the final stats in its log are one worker's. Otherwise the final stats.
   status_line=$(grep -oE '#[0-9]+: cov: .* exec/s [0-9]+ .* job: [0-9]+' "$log" | tail -1 || true)
@@ -233,13 +252,14 @@ for t in "${run_list[@]}"; do
   line="fuzz_$t: ${runs:-?} runs, ${eps:-?} exec/s, cov ${cov:-?}, ft ${ft:-?}, $found inputs saved${kinds:+ ($kinds)}"
   if [[ -n "$campaign_total" ]]; then
     ((rc == 72)) && rc=0  # libFuzzer's exit after a SIGTERM ("run interrupted"): --stop
-    [[ -f "$ledger" ]] || printf 'start\tend\ttarget\truns\texec_per_s\tcov\tft\tsaved\texit\tcommit\tcpu\n' >"$ledger"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+    [[ -f "$ledger" ]] || printf 'start\tend\ttarget\truns\texec_per_s\tcov\tft\tsaved\texit\tcommit\tcpu\tleak_check_off\n' >"$ledger"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
       "$(date -u -r "$log.start" +%FT%TZ)" "$(date -u +%FT%TZ)" "$t" "${runs:-0}" "${eps:-?}" "${cov:-?}" "${ft:-?}" \
       "$found" "$rc" "$campaign_commit" \
-      "$(cpu_name)" >>"$ledger"
+      "$(cpu_name)" "$leak_off" >>"$ledger"
     line+=" over ${elapsed} s; campaign total $(ledger_total "$t") of $campaign_total (build/fuzz/ledger.tsv)"
   fi
+  ((leak_off > 0)) && line+="; WARNING: libFuzzer turned its leak check off in $leak_off process(es) (state kept across inputs)"
   if ((rc != 0 || found > 0)); then
     status=1
     newest=$(ls -t "$art" 2>/dev/null | head -1)
