@@ -8,7 +8,12 @@
 // --kquants: the GGUF K-quants of a Q4_K_M file (Q4_K, Q6_K) run as stored.
 // --gemm-only: the GEMM table alone (quick A/B runs of the tile kernels).
 // --tokens N: the GEMM table at n = N (e.g. 16, a speculative verify's size).
-//   bench_kernels [--quick] [--gemma | --kquants] [--gemm-only] [--tokens N]   (POCKET_ISA selects the kernel level)
+// --stream: a speculative verify's matmuls (n = 1, 8, 16, or --tokens N) over
+// a pocket-0.3b-sized set of PQ4 weights (16 layers of six matrices, ~132 MB)
+// used once per pass ("cold", read from memory) against the same calls on one
+// layer's matrices ("hot", from L3): cold/hot near 1 means the weight read
+// hides behind the compute; the table alone.
+//   bench_kernels [--quick] [--gemma | --kquants] [--gemm-only | --stream] [--tokens N]   (POCKET_ISA selects the kernel level)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -97,10 +102,43 @@ struct Shape {
   int64_t in, out;
 };
 
+// --stream: n-token matmuls over weights read from memory vs from L3.
+void stream_table(ThreadPool& pool1, ThreadPool& pool2, int tokens) {
+  const Shape layer[] = {{1024, 2048}, {1024, 1024}, {2048, 1024}, {1024, 3072}, {1024, 3072}, {3072, 1024}};
+  constexpr int kLayers = 16;
+  std::vector<std::vector<Weight>> ws(kLayers);
+  size_t bytes = 0;
+  for (auto& l : ws)
+    for (const Shape& s : layer) {
+      l.push_back(make_weight(DType::PQ4, s.out, s.in, 64));
+      bytes += l.back().bytes.size();
+    }
+  const std::vector<int> ns = tokens ? std::vector<int>{1, tokens} : std::vector<int>{1, 8, 16};
+  const int max_n = *std::max_element(ns.begin(), ns.end());
+  std::vector<float> x(static_cast<size_t>(max_n) * 3072), y(static_cast<size_t>(max_n) * 3072);
+  for (auto& v : x) v = static_cast<float>(next_byte()) / 128.0f - 1.0f;
+  std::printf("\nPQ4/g64 matmuls of %d layers (%.1f MB), ms per pass (median of 9): cold = every matrix new, hot = "
+              "layer 0's again\n", kLayers, static_cast<double>(bytes) / 1e6);
+  for (int th : {1, 2}) {
+    ThreadPool& pool = th == 1 ? pool1 : pool2;
+    for (int n : ns) {
+      auto pass = [&](bool hot) {
+        return median_seconds([&] {
+          for (int l = 0; l < kLayers; ++l)
+            for (const Weight& w : ws[hot ? 0 : l]) kernels::matmul(w.view, x.data(), n, y.data(), &pool);
+        }, 9);
+      };
+      const double cold = pass(false), hot = pass(true);
+      std::printf("  %d thr  n = %2d: cold %7.2f ms (%5.1f GB/s)  hot %7.2f ms  cold/hot %.2f\n", th, n, 1e3 * cold,
+                  static_cast<double>(bytes) / cold / 1e9, 1e3 * hot, cold / hot);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, gemma = false, kquants = false, gemm_only = false;
+  bool quick = false, gemma = false, kquants = false, gemm_only = false, stream = false;
   int tokens = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) {
@@ -114,9 +152,14 @@ int main(int argc, char** argv) {
     gemma |= std::strcmp(argv[i], "--gemma") == 0;
     kquants |= std::strcmp(argv[i], "--kquants") == 0;
     gemm_only |= std::strcmp(argv[i], "--gemm-only") == 0;
+    stream |= std::strcmp(argv[i], "--stream") == 0;
   }
   std::printf("isa: %s\n", kernels::active_isa());
   ThreadPool pool1(1), pool2(2);
+  if (stream) {
+    stream_table(pool1, pool2, tokens);
+    return 0;
+  }
   double bw[3] = {0, 0, 0};
   if (!gemm_only) {
     std::vector<uint64_t> buf((quick ? 128u : 1024u) << 17);  // 128 MiB / 1 GiB
