@@ -215,7 +215,8 @@ for t in "${run_list[@]}"; do
   watcher=""
   if [[ "${POCKET_FUZZ_ARGS:-}" == *-fork=* ]]; then
     (while sleep 5; do
-      grep -l 'disabled leak detection' "${TMPDIR:-/tmp}"/libFuzzerTemp.FuzzWithFork*.dir/*.log 2>/dev/null >>"$off_jobs"
+      grep -l 'disabled leak detection' "${TMPDIR:-/tmp}"/libFuzzerTemp.FuzzWithFork*.dir/*.log 2>/dev/null >>"$off_jobs" ||
+        true  # no such line (or no job log yet): keep watching; set -e would end the watcher here
     done) &
     watcher=$!
   fi
@@ -223,7 +224,10 @@ for t in "${run_list[@]}"; do
   nice -n "$nice_level" "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 \
     -malloc_limit_mb=1024 -timeout=10 -print_final_stats=1 -artifact_prefix="$art/" "${dict[@]}" \
     ${POCKET_FUZZ_ARGS:-} "$work" >"$log" 2>&1 || rc=$?
-  [[ -n "$watcher" ]] && { kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null || true; }
+  if [[ -n "$watcher" ]]; then
+    kill "$watcher" 2>/dev/null || true
+    wait "$watcher" 2>/dev/null || true
+  fi
   grep -q 'disabled leak detection' "$log" && echo "$log" >>"$off_jobs"
   leak_off=$(sort -u "$off_jobs" | grep -c . || true)
   rm -f "$off_jobs"
