@@ -11,6 +11,10 @@
 # scripts/fuzz.sh --stop TARGET            end a campaign's leg cleanly (SIGTERM to the fork
 #                                          parent, which ignores SIGINT); the leg still counts
 # scripts/fuzz.sh --ledger                 each target's executions so far, from the ledger
+# scripts/fuzz.sh --recover [TARGET]       record the legs whose fuzz.sh went away before
+#                                          writing their row (session or machine lost, the
+#                                          process killed) from their logs; --campaign does
+#                                          this first for its target
 #
 # Installs clang and libclang-rt-14-dev via apt when missing (log in
 # build/logs/fuzz-apt.log), configures build/fuzz with clang and
@@ -27,12 +31,14 @@
 # keeps its log when the test command's short runs of the same target write theirs),
 # POCKET_FUZZ_BUILD_DIR (a build folder configured with -DPOCKET_BUILD_FUZZ=ON and
 # these sanitizers, e.g. the test command's clang ASan build, used instead of
-# configuring build/fuzz; corpora and crash inputs stay in build/fuzz).
+# configuring build/fuzz; corpora and crash inputs stay in build/fuzz), POCKET_FUZZ_WORK
+# and POCKET_FUZZ_LOGS (other folders for the corpora, crash inputs and ledger, and for
+# the logs, than build/fuzz and build/logs: the ledger's own test uses them).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-work_root="$root/build/fuzz"
+work_root="${POCKET_FUZZ_WORK:-$root/build/fuzz}"
 build="${POCKET_FUZZ_BUILD_DIR:-$work_root}"
-logs="$root/build/logs"
+logs="${POCKET_FUZZ_LOGS:-$root/build/logs}"
 mkdir -p "$logs"
 jobs="${POCKET_FUZZ_JOBS:-1}"
 nice_level="${POCKET_FUZZ_NICE:-10}"
@@ -49,15 +55,25 @@ fi
 
 # --- campaigns: long runs in legs, counted in a ledger --------------------------
 # One row per leg, tab-separated (the header names the columns). A leg ends when its
-# runs are done, at --stop, or when its machine goes away (then nothing is recorded:
-# the corpus it grew still serves the next leg, its executions do not count).
+# runs are done, at --stop, or when its process goes away. In the last case fuzz.sh
+# never writes the row; the leg's "<log>.leg" file (commit, pid) stays, and --recover
+# (or the target's next --campaign) writes the row from the log: the executions of the
+# jobs that had ended (the fork parent's last status line; the jobs cut off do not
+# count), inputs saved since the leg began, exit "lost". A machine that goes away with
+# its disk leaves nothing to recover; the corpus is gone too.
 ledger="$work_root/ledger.tsv"
+ledger_row() {  # start end target runs exec/s cov ft saved exit commit cpu leak_check_off
+  [[ -f "$ledger" ]] ||
+    printf 'start\tend\ttarget\truns\texec_per_s\tcov\tft\tsaved\texit\tcommit\tcpu\tleak_check_off\n' >"$ledger"
+  local IFS=$'\t'
+  printf '%s\n' "$*" >>"$ledger"
+}
 ledger_total() {  # executions recorded for target $1
   [[ -f "$ledger" ]] || { echo 0; return; }
   awk -F'\t' -v t="$1" 'NR > 1 && $3 == t { s += $4 } END { print s + 0 }' "$ledger"
 }
 if [[ "$mode" == --ledger ]]; then
-  [[ -f "$ledger" ]] || { echo "fuzz: no ledger yet (build/fuzz/ledger.tsv)"; exit 0; }
+  [[ -f "$ledger" ]] || { echo "fuzz: no ledger yet (${ledger#"$root"/})"; exit 0; }
   awk -F'\t' 'NR > 1 { s[$3] += $4; n[$3]++; f[$3] += $8; o[$3] += $12 } END {
     for (t in s) printf "fuzz_%s: %d executions in %d legs, %d inputs saved%s\n", t, s[t], n[t], f[t],
       o[t] ? sprintf("; leak check turned off in %d processes", o[t]) : "" }' "$ledger" | sort
@@ -73,6 +89,66 @@ cpu_name() {
   done
   echo "${model:-$(uname -m)}${ext:+ ($ext)}"
 }
+# The figures of a leg's log $1: sets runs, eps (the status line's), cov, ft.
+read_leg_log() {
+  local status_line
+  # -fork=N: the parent's last status line ("#N: cov: ... exec/s R ... job: J") holds the
+  # totals; the final stats in its log are one worker's. Otherwise the final stats.
+  status_line=$(grep -aoE '#[0-9]+: cov: .* exec/s [0-9]+ .* job: [0-9]+' "$1" | tail -1 || true)
+  if [[ -n "$status_line" ]]; then
+    runs=$(grep -oE '^#[0-9]+' <<<"$status_line" | tr -d '#')
+    eps=$(grep -oE 'exec/s [0-9]+' <<<"$status_line" | grep -oE '[0-9]+$')
+  else
+    runs=$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "$1" | tail -1 | grep -o '[0-9]*$' || true)
+    eps=$(grep -ao 'stat::average_exec_per_sec: *[0-9]*' "$1" | tail -1 | grep -o '[0-9]*$' || true)
+  fi
+  cov=$(grep -ao 'cov: [0-9]*' "$1" | tail -1 | grep -o '[0-9]*$' || true)
+  ft=$(grep -ao 'ft: [0-9]*' "$1" | tail -1 | grep -o '[0-9]*$' || true)
+}
+leg_running() {  # the leg whose .leg file is $1, of target $2, still runs: its fuzz.sh or its fork parent
+  local pid
+  pid=$(awk '{ print $2 }' "$1")
+  { [[ "$pid" =~ ^[0-9]+$ ]] && tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q 'fuzz\.sh --campaign'; } ||
+    pgrep -f "fuzz/fuzz_$2 .*-fork=" >/dev/null
+}
+recover_legs() {  # write the rows of target $1's lost legs (every target's when $1 is empty)
+  local leg log t start end t0 t1 found leak_off runs eps cov ft
+  for leg in "$logs"/fuzz-*-campaign-*.log.leg; do
+    [[ -f "$leg" ]] || continue
+    log="${leg%.leg}"
+    t=$(basename "$log"); t="${t#fuzz-}"; t="${t%-campaign-*}"
+    [[ -z "$1" || "$t" == "$1" ]] || continue
+    leg_running "$leg" "$t" && continue
+    start=$(date -u -r "$log.start" +%FT%TZ 2>/dev/null) || { rm -f "$leg"; continue; }
+    if [[ -f "$ledger" ]] &&
+       awk -F'\t' -v s="$start" -v t="$t" '$1 == s && $3 == t { f = 1 } END { exit !f }' "$ledger"; then
+      rm -f "$leg"  # recorded after all
+      continue
+    fi
+    runs="" eps="" cov="" ft=""
+    [[ -f "$log" ]] && read_leg_log "$log"
+    t0=$(date -r "$log.start" +%s)
+    t1=$(date -r "$log" +%s 2>/dev/null || echo "$t0")
+    end=$(date -u -d "@$t1" +%FT%TZ)
+    eps=$(( ${runs:-0} / (t1 > t0 ? t1 - t0 : 1) ))
+    found=$(find "$work_root/artifacts/$t" -type f -newer "$log.start" 2>/dev/null | wc -l || true)
+    leak_off=$(sort -u "$log.leak-check-off" 2>/dev/null | grep -c . || true)
+    ledger_row "$start" "$end" "$t" "${runs:-0}" "$eps" "${cov:-?}" "${ft:-?}" "$found" lost \
+      "$(awk '{ print $1 }' "$leg")" "$(cpu_name)" "$leak_off"
+    rm -f "$leg" "$log.leak-check-off"
+    echo "fuzz: recorded a lost leg of fuzz_$t from $(basename "$log") ($start to $end): ${runs:-0}" \
+      "executions, $found inputs saved; campaign total $(ledger_total "$t")"
+  done
+}
+if [[ "$mode" == --recover ]]; then
+  t="${2:-}"; t="${t#fuzz_}"
+  if [[ -n "$t" && ! -f "$root/fuzz/$t.cpp" ]]; then
+    echo "fuzz: unknown target '$t' (targets: ${targets[*]})" >&2
+    exit 2
+  fi
+  recover_legs "$t"
+  exit 0
+fi
 campaign_total=""
 if [[ "$mode" == --campaign || "$mode" == --stop ]]; then
   t="${2:-}"; t="${t#fuzz_}"
@@ -94,6 +170,7 @@ if [[ "$mode" == --campaign || "$mode" == --stop ]]; then
     echo "fuzz: TOTAL must be a number of executions (got '$campaign_total')" >&2
     exit 2
   fi
+  recover_legs "$t"
   done_runs=$(ledger_total "$t")
   if ((done_runs >= campaign_total)); then
     echo "fuzz: fuzz_$t has $done_runs executions in the ledger, at least $campaign_total: nothing to run"
@@ -203,7 +280,9 @@ for t in "${run_list[@]}"; do
   [[ -f "$root/fuzz/dict/$seeds.dict" ]] && dict=("-dict=$root/fuzz/dict/$seeds.dict")
   before=$(find "$art" -type f | wc -l)
   touch "$log.start"
-  echo "fuzz: fuzz_$t for ${seconds}s (log: build/logs/$(basename "$log"))"
+  # The leg's commit and this script's pid, removed once the row is written.
+  [[ -n "$campaign_total" ]] && echo "$campaign_commit $$" >"$log.leg"
+  echo "fuzz: fuzz_$t for ${seconds}s (log: ${log#"$root"/})"
   rc=0
   # libFuzzer turns its leak check off, with one INFO line, once 1,000 inputs have ended with more
   # mallocs than frees (a target that keeps state across inputs); after that "0 leaks" means
@@ -231,18 +310,7 @@ for t in "${run_list[@]}"; do
   grep -q 'disabled leak detection' "$log" && echo "$log" >>"$off_jobs"
   leak_off=$(sort -u "$off_jobs" | grep -c . || true)
   rm -f "$off_jobs"
-  # -fork=N: the parent's last status line ("#N: cov: ... exec/s R ... job: J") holds the
-  # totals; the final stats in its log are one worker's. Otherwise the final stats.
-  status_line=$(grep -oE '#[0-9]+: cov: .* exec/s [0-9]+ .* job: [0-9]+' "$log" | tail -1 || true)
-  if [[ -n "$status_line" ]]; then
-    runs=$(grep -oE '^#[0-9]+' <<<"$status_line" | tr -d '#')
-    eps=$(grep -oE 'exec/s [0-9]+' <<<"$status_line" | grep -oE '[0-9]+$')
-  else
-    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
-    eps=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
-  fi
-  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
-  ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || true)
+  read_leg_log "$log"
   found=$(($(find "$art" -type f | wc -l) - before))
   # Every input libFuzzer saved counts (crash-, leak-, timeout-, oom-, slow-unit-); named by kind,
   # since a timeout or slow unit on a starved machine is not a crash.
@@ -256,12 +324,10 @@ for t in "${run_list[@]}"; do
   line="fuzz_$t: ${runs:-?} runs, ${eps:-?} exec/s, cov ${cov:-?}, ft ${ft:-?}, $found inputs saved${kinds:+ ($kinds)}"
   if [[ -n "$campaign_total" ]]; then
     ((rc == 72)) && rc=0  # libFuzzer's exit after a SIGTERM ("run interrupted"): --stop
-    [[ -f "$ledger" ]] || printf 'start\tend\ttarget\truns\texec_per_s\tcov\tft\tsaved\texit\tcommit\tcpu\tleak_check_off\n' >"$ledger"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
-      "$(date -u -r "$log.start" +%FT%TZ)" "$(date -u +%FT%TZ)" "$t" "${runs:-0}" "${eps:-?}" "${cov:-?}" "${ft:-?}" \
-      "$found" "$rc" "$campaign_commit" \
-      "$(cpu_name)" "$leak_off" >>"$ledger"
-    line+=" over ${elapsed} s; campaign total $(ledger_total "$t") of $campaign_total (build/fuzz/ledger.tsv)"
+    ledger_row "$(date -u -r "$log.start" +%FT%TZ)" "$(date -u +%FT%TZ)" "$t" "${runs:-0}" "${eps:-?}" "${cov:-?}" \
+      "${ft:-?}" "$found" "$rc" "$campaign_commit" "$(cpu_name)" "$leak_off"
+    rm -f "$log.leg"
+    line+=" over ${elapsed} s; campaign total $(ledger_total "$t") of $campaign_total (${ledger#"$root"/})"
   fi
   ((leak_off > 0)) && line+="; WARNING: libFuzzer turned its leak check off in $leak_off process(es) (state kept across inputs)"
   if ((rc != 0 || found > 0)); then
