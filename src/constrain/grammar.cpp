@@ -29,13 +29,11 @@ void GrammarBuilder::define(int rule, Alts alts) {
 }
 
 Elem GrammarBuilder::bytes(const ByteSet& s) {
-  // Few distinct sets exist in practice; a linear search over the last ones
-  // keeps the table small without a hash.
-  const size_t n = g_.sets.size();
-  for (size_t i = n; i > 0 && i + 64 > n; --i)
-    if (g_.sets[i - 1] == s) return {false, static_cast<int32_t>(i - 1)};
-  g_.sets.push_back(s);
-  return {false, static_cast<int32_t>(n)};
+  // Each distinct set is stored once (code point classes make thousands of
+  // range sets, mostly repeats; a search over the last 64 missed the older ones).
+  const auto [it, added] = set_index_.try_emplace(s, static_cast<int32_t>(g_.sets.size()));
+  if (added) g_.sets.push_back(s);
+  return {false, it->second};
 }
 
 Elem GrammarBuilder::byte(uint8_t b) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -26,8 +27,14 @@ struct ByteSet {
   std::array<uint64_t, 4> w{};
   bool test(uint8_t b) const { return (w[b >> 6] >> (b & 63)) & 1; }
   void set(uint8_t b) { w[b >> 6] |= uint64_t{1} << (b & 63); }
+  // Bytes lo..hi (0 <= lo, hi <= 255; none when lo > hi), a word at a time.
   void set_range(int lo, int hi) {
-    for (int b = lo; b <= hi; ++b) set(static_cast<uint8_t>(b));
+    while (lo <= hi) {
+      const int last = hi < (lo | 63) ? hi : (lo | 63);  // the end of lo's word, or hi
+      const int n = last - lo + 1;                          // 1..64
+      w[lo >> 6] |= (n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1) << (lo & 63);
+      lo = last + 1;
+    }
   }
   bool empty() const { return (w[0] | w[1] | w[2] | w[3]) == 0; }
   ByteSet& operator|=(const ByteSet& o) {
@@ -35,6 +42,17 @@ struct ByteSet {
     return *this;
   }
   bool operator==(const ByteSet&) const = default;
+};
+
+struct ByteSetHash {
+  size_t operator()(const ByteSet& s) const {
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (uint64_t x : s.w) {
+      h = (h ^ x) * 0xBF58476D1CE4E5B9ull;
+      h ^= h >> 29;
+    }
+    return static_cast<size_t>(h);
+  }
 };
 
 struct Elem {
@@ -114,6 +132,7 @@ class GrammarBuilder {
   Grammar g_;
   std::vector<bool> defined_;
   size_t elems_ = 0;
+  std::unordered_map<ByteSet, int32_t, ByteSetHash> set_index_;  // each distinct set's index in g_.sets
   std::array<int32_t, 256> single_{};  // per byte b: 1 + the index of the set {b} in g_.sets; 0: none yet
 };
 
