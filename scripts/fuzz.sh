@@ -109,7 +109,7 @@ leg_running() {  # the leg whose .leg file is $1, of target $2, still runs: its 
   local pid
   pid=$(awk '{ print $2 }' "$1")
   { [[ "$pid" =~ ^[0-9]+$ ]] && tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q 'fuzz\.sh --campaign'; } ||
-    pgrep -f "fuzz/fuzz_$2 .*-fork=" >/dev/null
+    pgrep -f "/fuzz_$2 .*-fork=" >/dev/null
 }
 recover_legs() {  # write the rows of target $1's lost legs (every target's when $1 is empty)
   local leg log t start end t0 t1 found leak_off runs eps cov ft
@@ -136,6 +136,7 @@ recover_legs() {  # write the rows of target $1's lost legs (every target's when
     ledger_row "$start" "$end" "$t" "${runs:-0}" "$eps" "${cov:-?}" "${ft:-?}" "$found" lost \
       "$(awk '{ print $1 }' "$leg")" "$(cpu_name)" "$leak_off"
     rm -f "$leg" "$log.leak-check-off"
+    rm -rf "$work_root/legs/$(basename "$log" .log)"
     echo "fuzz: recorded a lost leg of fuzz_$t from $(basename "$log") ($start to $end): ${runs:-0}" \
       "executions, $found inputs saved; campaign total $(ledger_total "$t")"
   done
@@ -158,7 +159,7 @@ if [[ "$mode" == --campaign || "$mode" == --stop ]]; then
   fi
   if [[ "$mode" == --stop ]]; then
     # The fork parent is the one process of the target whose arguments hold -fork=.
-    pids=$(pgrep -f "fuzz/fuzz_$t .*-fork=" || true)
+    pids=$(pgrep -f "/fuzz_$t .*-fork=" || true)
     [[ -n "$pids" ]] || { echo "fuzz: no campaign leg of fuzz_$t is running" >&2; exit 1; }
     # shellcheck disable=SC2086
     kill -TERM $pids
@@ -280,8 +281,18 @@ for t in "${run_list[@]}"; do
   [[ -f "$root/fuzz/dict/$seeds.dict" ]] && dict=("-dict=$root/fuzz/dict/$seeds.dict")
   before=$(find "$art" -type f | wc -l)
   touch "$log.start"
-  # The leg's commit and this script's pid, removed once the row is written.
-  [[ -n "$campaign_total" ]] && echo "$campaign_commit $$" >"$log.leg"
+  exe="$build/fuzz/fuzz_$t"
+  if [[ -n "$campaign_total" ]]; then
+    # The leg's commit and this script's pid, removed once the row is written.
+    echo "$campaign_commit $$" >"$log.leg"
+    # Fork mode starts every job from the binary's path: a rebuild of build/fuzz during
+    # the leg would change the code under test part-way (it did, in session 32). The
+    # leg runs a copy of its own, removed at its end.
+    leg_bin="$work_root/legs/$(basename "$log" .log)"
+    mkdir -p "$leg_bin"
+    cp "$exe" "$leg_bin/"
+    exe="$leg_bin/fuzz_$t"
+  fi
   echo "fuzz: fuzz_$t for ${seconds}s (log: ${log#"$root"/})"
   rc=0
   # libFuzzer turns its leak check off, with one INFO line, once 1,000 inputs have ended with more
@@ -300,7 +311,7 @@ for t in "${run_list[@]}"; do
     watcher=$!
   fi
   # shellcheck disable=SC2086
-  nice -n "$nice_level" "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 \
+  nice -n "$nice_level" "$exe" -max_total_time="$seconds" -rss_limit_mb=2048 \
     -malloc_limit_mb=1024 -timeout=10 -print_final_stats=1 -artifact_prefix="$art/" "${dict[@]}" \
     ${POCKET_FUZZ_ARGS:-} "$work" >"$log" 2>&1 || rc=$?
   if [[ -n "$watcher" ]]; then
@@ -327,6 +338,7 @@ for t in "${run_list[@]}"; do
     ledger_row "$(date -u -r "$log.start" +%FT%TZ)" "$(date -u +%FT%TZ)" "$t" "${runs:-0}" "${eps:-?}" "${cov:-?}" \
       "${ft:-?}" "$found" "$rc" "$campaign_commit" "$(cpu_name)" "$leak_off"
     rm -f "$log.leg"
+    rm -rf "$leg_bin"
     line+=" over ${elapsed} s; campaign total $(ledger_total "$t") of $campaign_total (${ledger#"$root"/})"
   fi
   ((leak_off > 0)) && line+="; WARNING: libFuzzer turned its leak check off in $leak_off process(es) (state kept across inputs)"
