@@ -109,7 +109,7 @@ leg_running() {  # the leg whose .leg file is $1, of target $2, still runs: its 
   local pid
   pid=$(awk '{ print $2 }' "$1")
   { [[ "$pid" =~ ^[0-9]+$ ]] && tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q 'fuzz\.sh --campaign'; } ||
-    pgrep -f "/fuzz_$2 .*-fork=" >/dev/null
+    pgrep -f "/fuzz_$2 .*-fork=" >/dev/null 2>&1
 }
 recover_legs() {  # write the rows of target $1's lost legs (every target's when $1 is empty)
   local leg log t start end t0 t1 found leak_off runs eps cov ft
