@@ -37,14 +37,9 @@ Elem GrammarBuilder::bytes(const ByteSet& s) {
 }
 
 Elem GrammarBuilder::byte(uint8_t b) {
-  // Literals are most of a grammar's sets: each byte's set is looked up once.
-  int32_t& slot = single_[b];
-  if (slot == 0) {
-    ByteSet s;
-    s.set(b);
-    slot = bytes(s).index + 1;
-  }
-  return {false, slot - 1};
+  ByteSet s;
+  s.set(b);
+  return bytes(s);
 }
 
 Seq GrammarBuilder::literal(std::string_view s) {

@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/hash64.h"
+
 namespace pocket::constrain {
 
 struct ByteSet {
@@ -45,14 +47,7 @@ struct ByteSet {
 };
 
 struct ByteSetHash {
-  size_t operator()(const ByteSet& s) const {
-    uint64_t h = 0x9E3779B97F4A7C15ull;
-    for (uint64_t x : s.w) {
-      h = (h ^ x) * 0xBF58476D1CE4E5B9ull;
-      h ^= h >> 29;
-    }
-    return static_cast<size_t>(h);
-  }
+  size_t operator()(const ByteSet& s) const { return static_cast<size_t>(hash64(s.w.data(), sizeof s.w)); }
 };
 
 struct Elem {
@@ -133,7 +128,6 @@ class GrammarBuilder {
   std::vector<bool> defined_;
   size_t elems_ = 0;
   std::unordered_map<ByteSet, int32_t, ByteSetHash> set_index_;  // each distinct set's index in g_.sets
-  std::array<int32_t, 256> single_{};  // per byte b: 1 + the index of the set {b} in g_.sets; 0: none yet
 };
 
 // Appends the UTF-8 byte-range sequences for [lo, hi].
