@@ -1,5 +1,6 @@
 // A persistent pool of worker threads. parallel_for splits [0, n) into
-// fixed chunks that threads claim one at a time from an atomic counter, so a
+// chunks, large first and smaller towards the end, that threads claim one at
+// a time from an atomic counter, so a
 // thread the OS has descheduled holds up at most the chunk it is on while
 // the others take the rest. Which thread runs a chunk varies; callers make
 // each output element's computation independent of the chunking, so results
@@ -51,7 +52,7 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   // The current job; written only while no chunk of the previous one runs.
   const std::function<void(int64_t, int64_t, int)>* job_ = nullptr;
-  int64_t job_n_ = 0, job_chunk_ = 1;
+  std::vector<int64_t> bounds_;  // chunk c is [bounds_[c], bounds_[c + 1])
   std::mutex mu_;
   std::condition_variable wake_cv_;
 };

@@ -1,8 +1,9 @@
-// ThreadPool: every index is covered exactly once by aligned chunks, thread
-// indices stay in range, and back-to-back jobs (the decode pattern) never
+// ThreadPool: every index is covered exactly once by aligned chunks that
+// shrink towards the end of a job, thread indices stay in range, and back-to-back jobs (the decode pattern) never
 // mix, also with more threads than cores.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -39,6 +40,36 @@ TEST(ThreadPool, CoversEveryIndexOnce) {
       for (int64_t align : {1, 16}) {
         ThreadPool pool(threads);
         check_cover(pool, n, align);
+      }
+}
+
+// Chunks shrink towards the end of a job, so the threads finish together:
+// the first is at most 1/(2 x threads) of the job, each is no larger than
+// the one before it (the last may be a remainder), and the last is at most
+// 1/(16 x threads) of the job (plus alignment). Their number stays small.
+TEST(ThreadPool, ChunksShrinkTowardsTheEnd) {
+  for (int threads : {2, 4})
+    for (int64_t n : {4096, 1000, 64000})
+      for (int64_t align : {1, 16}) {
+        SCOPED_TRACE(testing::Message() << "threads=" << threads << " n=" << n << " align=" << align);
+        ThreadPool pool(threads);
+        std::mutex mu;
+        std::vector<std::pair<int64_t, int64_t>> chunks;
+        pool.parallel_for(
+            n,
+            [&](int64_t b, int64_t e, int) {
+              std::lock_guard<std::mutex> lock(mu);
+              chunks.emplace_back(b, e);
+            },
+            align);
+        std::sort(chunks.begin(), chunks.end());
+        ASSERT_GE(chunks.size(), 2u);
+        const int64_t units = (n + align - 1) / align;
+        EXPECT_LE(chunks.front().second, (units / (2 * threads) + 1) * align);
+        for (size_t i = 1; i + 1 < chunks.size(); ++i)
+          EXPECT_LE(chunks[i].second - chunks[i].first, chunks[i - 1].second - chunks[i - 1].first) << "chunk " << i;
+        EXPECT_LE(chunks.back().second - chunks.back().first, n / (16 * threads) + align);
+        EXPECT_LE(chunks.size(), static_cast<size_t>(32 * threads + 1));
       }
 }
 
