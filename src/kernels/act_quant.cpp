@@ -160,29 +160,30 @@ void prepare_acts(int n, int64_t kpad, ActBlocks& a, int scale_block) {
   a.h.resize(scale_block == kActBlock ? 0 : static_cast<size_t>(n) * a.nb * 2);
 }
 
-void quantize_act_rows(const float* x, int t0, int t1, int64_t cols, ActBlocks& a) {
-  const int64_t kpad = a.kpad, scale_block = a.scale_block;
+void quantize_act_row_blocks(const float* xr, int t, int64_t b_begin, int64_t cols, ActBlocks& a) {
+  const int64_t scale_block = a.scale_block;
   const int64_t per_scale = scale_block / kActBlock;  // blocks sharing one d
-  for (int t = t0; t < t1; ++t) {
-    const float* xr = x + static_cast<int64_t>(t) * cols;
-    int8_t* q = a.q.data() + static_cast<int64_t>(t) * kpad;
-    for (int64_t b0 = 0; b0 < a.nb; b0 += per_scale) {
-      const int64_t k0 = b0 * kActBlock;
-      const int64_t valid = std::clamp<int64_t>(cols - k0, 0, scale_block);
-      const float amax = valid == scale_block ? amax_full(xr + k0, valid) : amax_partial(xr + k0, valid);
-      const float d = amax / 127.0f;
-      for (int64_t b = b0; b < b0 + per_scale; ++b) {
-        const int64_t kb = b * kActBlock;
-        const HalfSums sums = quantize_block(xr + kb, std::clamp<int64_t>(cols - kb, 0, kActBlock), d, q + kb);
-        a.d[t * a.nb + b] = d;
-        a.s[t * a.nb + b] = d * static_cast<float>(sums.lo + sums.hi);
-        if (!a.h.empty()) {  // |sum| <= 16 * 127: fits int16
-          a.h[2 * (t * a.nb + b)] = static_cast<int16_t>(sums.lo);
-          a.h[2 * (t * a.nb + b) + 1] = static_cast<int16_t>(sums.hi);
-        }
+  int8_t* q = a.q.data() + static_cast<int64_t>(t) * a.kpad;
+  for (int64_t b0 = b_begin; b0 < a.nb; b0 += per_scale) {
+    const int64_t k0 = b0 * kActBlock;
+    const int64_t valid = std::clamp<int64_t>(cols - k0, 0, scale_block);
+    const float amax = valid == scale_block ? amax_full(xr + k0, valid) : amax_partial(xr + k0, valid);
+    const float d = amax / 127.0f;
+    for (int64_t b = b0; b < b0 + per_scale; ++b) {
+      const int64_t kb = b * kActBlock;
+      const HalfSums sums = quantize_block(xr + kb, std::clamp<int64_t>(cols - kb, 0, kActBlock), d, q + kb);
+      a.d[t * a.nb + b] = d;
+      a.s[t * a.nb + b] = d * static_cast<float>(sums.lo + sums.hi);
+      if (!a.h.empty()) {  // |sum| <= 16 * 127: fits int16
+        a.h[2 * (t * a.nb + b)] = static_cast<int16_t>(sums.lo);
+        a.h[2 * (t * a.nb + b) + 1] = static_cast<int16_t>(sums.hi);
       }
     }
   }
+}
+
+void quantize_act_rows(const float* x, int t0, int t1, int64_t cols, ActBlocks& a) {
+  for (int t = t0; t < t1; ++t) quantize_act_row_blocks(x + static_cast<int64_t>(t) * cols, t, 0, cols, a);
 }
 
 void quantize_acts(const float* x, int n, int64_t cols, int64_t kpad, ActBlocks& a, int scale_block) {

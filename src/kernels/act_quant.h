@@ -51,4 +51,10 @@ void quantize_acts(const float* x, int n, int64_t cols, int64_t kpad, ActBlocks&
 void prepare_acts(int n, int64_t kpad, ActBlocks& out, int scale_block = kActBlock);
 void quantize_act_rows(const float* x, int t0, int t1, int64_t cols, ActBlocks& out);
 
+// Row t's blocks from b_begin on (a multiple of scale_block / kActBlock),
+// xr being the row's first value: the portable code, which SIMD levels'
+// quantize_act_rows (KernelTable) call for the blocks they leave, the
+// partial and padding ones. The same result as quantize_act_rows.
+void quantize_act_row_blocks(const float* xr, int t, int64_t b_begin, int64_t cols, ActBlocks& out);
+
 }  // namespace pocket::kernels

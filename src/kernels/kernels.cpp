@@ -106,10 +106,10 @@ void matmul_fused(const KernelTable& table, std::span<const MatmulTarget> target
     // 1-thread AVX2 prefill, so 7% at 2 threads). Decode: one row, no split.
     if (pool != nullptr && static_cast<int64_t>(n) * w0.cols() >= kParallelQuantElems)
       pool->parallel_for(n, [&](int64_t t0, int64_t t1, int) {
-        quantize_act_rows(x, static_cast<int>(t0), static_cast<int>(t1), w0.cols(), acts);
+        table.quantize_act_rows(x, static_cast<int>(t0), static_cast<int>(t1), w0.cols(), acts);
       });
     else
-      quantize_act_rows(x, 0, n, w0.cols(), acts);
+      table.quantize_act_rows(x, 0, n, w0.cols(), acts);
   }
   MatmulJob jobs[kMaxFusedTargets];
   int64_t begin[kMaxFusedTargets + 1] = {0};

@@ -5,10 +5,12 @@
 namespace pocket::kernels {
 
 void install_avx512_attention(KernelTable& t);  // attention_avx512.cpp
+void install_avx512_act_quant(KernelTable& t);  // act_quant_avx512.cpp
 
 void install_avx512(KernelTable& t) {
   install_x86_matmul<Avx512>(t);
   install_avx512_attention(t);
+  install_avx512_act_quant(t);
 }
 
 }  // namespace pocket::kernels

@@ -174,6 +174,7 @@ void install_scalar(KernelTable& t) {
   t.attention_heads = attention_heads_ref;
   t.attention_heads_q8 = attention_heads_q8_ref;
   t.attention_heads_q4 = attention_heads_q4_ref;
+  t.quantize_act_rows = quantize_act_rows;
   t.f32_to_f16_row = f32_to_f16_row_ref;
   t.f16_to_f32_row = f16_to_f32_row_ref;
 }

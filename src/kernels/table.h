@@ -54,6 +54,8 @@ struct KernelTable {
                              float* scratch) = nullptr;
   void (*attention_heads_q4)(const AttentionQueries& qs, Q4Rows k, Q4Rows v, int head_dim, float scale,
                              float* scratch) = nullptr;
+  // kernels::quantize_act_rows (act_quant.h), with the same result on every level.
+  void (*quantize_act_rows)(const float* x, int t0, int t1, int64_t cols, ActBlocks& a) = nullptr;
   void (*f32_to_f16_row)(const float* x, uint16_t* y, int64_t n) = nullptr;
   void (*f16_to_f32_row)(const uint16_t* x, float* y, int64_t n) = nullptr;
 };

@@ -1,14 +1,17 @@
 // Activation quantization against a direct scalar transcription of its
 // definition (std::nearbyint, clamping), on full, partial and padding
-// blocks, with non-finite inputs, and reusing one buffer across shapes.
+// blocks, with non-finite inputs, and reusing one buffer across shapes;
+// every kernel level's own quantizer against the portable one, bit for bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
 #include "common/test_util.h"
 #include "kernels/act_quant.h"
+#include "kernels/table.h"
 #include "util/error.h"
 
 namespace pocket::kernels {
@@ -108,6 +111,47 @@ TEST(ActQuant, MaximumFoundAtEveryPositionBesideANaN) {
       expect_matches_definition(x, 1, scale_block, scale_block, a, scale_block);
       ASSERT_EQ(a.scales(0)[0], 50.0f / 127.0f) << "max at " << pos;
     }
+}
+
+// Each level's KernelTable::quantize_act_rows (the one the matmuls use)
+// gives the portable result bit for bit: codes, scales, sums and the
+// 16-column sums, for rows split at any token, with values of every
+// magnitude, zeros, signed zeros, infinities, NaN and denormals, on full,
+// partial and padding blocks, with one scale per 32 or per 256 columns.
+TEST(ActQuant, EveryLevelMatchesThePortableCode) {
+  test::Rng rng(17);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const float specials[] = {0.0f, -0.0f, inf, -inf, nan, 1e-40f, -3e-39f, 1e30f, -1e-30f, 2.5f, 127.0f};
+  for (int scale_block : {kActBlock, 256})
+    for (auto [n, cols] : {std::pair{5, 1024}, {3, 3072}, {2, 1000}, {1, 31}, {4, 96}, {3, 70}, {2, 256}})
+      for (int pattern = 0; pattern < 3; ++pattern) {
+        const int64_t kpad = (cols + scale_block - 1) / scale_block * scale_block;
+        std::vector<float> x(static_cast<size_t>(n) * cols);
+        for (size_t i = 0; i < x.size(); ++i) {
+          float v = rng.uniform(-4.0f, 4.0f) * (i % 61 == 0 ? 40.0f : 1.0f);
+          if (pattern == 1 && rng.next() % 9 == 0) v = specials[rng.next() % std::size(specials)];
+          if (pattern == 2 && (i / 32) % 3 == 0) v = 0.0f;  // whole zero blocks: d = 0
+          x[i] = v;
+        }
+        ActBlocks want;
+        quantize_acts(x.data(), n, cols, kpad, want, scale_block);
+        for (Isa isa : supported_isas()) {
+          SCOPED_TRACE(testing::Message() << isa_name(isa) << " scale block " << scale_block << " n=" << n
+                                          << " cols=" << cols << " pattern " << pattern);
+          const KernelTable& table = kernel_table(isa);
+          ActBlocks got;
+          prepare_acts(n, kpad, got, scale_block);
+          std::fill(got.q.begin(), got.q.end(), int8_t{99});  // every code must be written
+          table.quantize_act_rows(x.data(), 0, 1, cols, got);  // rows split unevenly
+          table.quantize_act_rows(x.data(), 1, n, cols, got);
+          ASSERT_EQ(got.q, want.q);
+          ASSERT_EQ(got.h, want.h);
+          for (size_t i = 0; i < want.d.size(); ++i) {
+            ASSERT_EQ(std::bit_cast<uint32_t>(got.d[i]), std::bit_cast<uint32_t>(want.d[i])) << "block " << i;
+            ASSERT_EQ(std::bit_cast<uint32_t>(got.s[i]), std::bit_cast<uint32_t>(want.s[i])) << "block " << i;
+          }
+        }
+      }
 }
 
 }  // namespace
