@@ -5,10 +5,12 @@
 namespace pocket::kernels {
 
 void install_x86_ops(KernelTable& t);  // ops_avx2.cpp
+void install_avx2_act_quant(KernelTable& t);  // act_quant_avx2.cpp
 
 void install_avx2(KernelTable& t) {
   install_x86_matmul<Avx2>(t);
   install_x86_ops(t);
+  install_avx2_act_quant(t);
 }
 
 }  // namespace pocket::kernels
