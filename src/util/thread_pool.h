@@ -1,10 +1,9 @@
 // A persistent pool of worker threads. parallel_for splits [0, n) into
 // chunks, large first and smaller towards the end, that threads claim one at
-// a time from an atomic counter, so a
-// thread the OS has descheduled holds up at most the chunk it is on while
-// the others take the rest. Which thread runs a chunk varies; callers make
-// each output element's computation independent of the chunking, so results
-// do not depend on the thread count.
+// a time from an atomic counter, so a thread the OS has descheduled holds up
+// at most the chunk it is on while the others take the rest. Which thread
+// runs a chunk varies; callers make each output element's computation
+// independent of the chunking, so results do not depend on the thread count.
 #pragma once
 #include <atomic>
 #include <condition_variable>
