@@ -14,10 +14,6 @@ namespace pocket::kernels {
 
 namespace {
 
-// Adding and subtracting 1.5 * 2^23 rounds |v| < 2^22 to the nearest
-// integer, ties to even, in the default rounding mode.
-constexpr float kRoundMagic = 12582912.0f;
-
 // Clamps to [-127, 127] first (NaN becomes -127, so the conversion is
 // always defined), then rounds; the bounds are integers, so the order does
 // not change the result.
@@ -25,7 +21,7 @@ inline float quant1(float v, float inv) {
   float t = v * inv;
   t = t > -127.0f ? t : -127.0f;
   t = t < 127.0f ? t : 127.0f;
-  return (t + kRoundMagic) - kRoundMagic;
+  return (t + kActRoundMagic) - kActRoundMagic;
 }
 
 #if defined(__SSE2__)
@@ -39,7 +35,7 @@ inline float quant1(float v, float inv) {
 // 16 values quantized into q (quant1 on each); returns the codes' sum.
 inline int quant16(const float* x, float inv, int8_t* q) {
   const __m128 vinv = _mm_set1_ps(inv), lo = _mm_set1_ps(-127.0f), hi = _mm_set1_ps(127.0f);
-  const __m128 magic = _mm_set1_ps(kRoundMagic);
+  const __m128 magic = _mm_set1_ps(kActRoundMagic);
   __m128i c[4];
   for (int i = 0; i < 4; ++i) {
     __m128 t = _mm_min_ps(_mm_max_ps(_mm_mul_ps(_mm_loadu_ps(x + 4 * i), vinv), lo), hi);
@@ -91,7 +87,7 @@ inline F4 quant4(F4 v, float inv) {
   F4 t = v * inv;
   t = t > -127.0f ? t : F4{} - 127.0f;
   t = t < 127.0f ? t : F4{} + 127.0f;
-  return (t + kRoundMagic) - kRoundMagic;
+  return (t + kActRoundMagic) - kActRoundMagic;
 }
 
 inline int quant16(const float* x, float inv, int8_t* q) {

@@ -18,6 +18,11 @@ namespace pocket::kernels {
 
 constexpr int kActBlock = 32;
 
+// Adding and subtracting 1.5 * 2^23 rounds |v| < 2^22 to the nearest
+// integer, ties to even, in the default rounding mode: how every level
+// rounds a scaled value to its code.
+inline constexpr float kActRoundMagic = 12582912.0f;
+
 struct ActBlocks {
   int n = 0;         // tokens
   int64_t kpad = 0;  // padded row length (multiple of kActBlock)

@@ -16,10 +16,6 @@
 namespace pocket::kernels {
 namespace {
 
-// Adding and subtracting 1.5 * 2^23 rounds |v| < 2^22 to the nearest
-// integer, ties to even (act_quant.cpp).
-constexpr float kActRoundMagic = 12582912.0f;
-
 template <class Ops>
 void quantize_act_rows_simd(const float* x, int t0, int t1, int64_t cols, ActBlocks& a) {
   if (a.scale_block != kActBlock) {
